@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Makes the pinned Pulumi engine available where the official `pulumi` npm wrapper and the
+# Automation API look for it: $PULUMI_HOME/versions/<version>/bin (PULUMI_HOME defaults to
+# ~/.pulumi). Idempotent: a complete install is detected and left alone.
+#
+# Order of preference: an existing install; the official release archive when the machine is
+# online; otherwise a build from the Go module proxy with the installed Go toolchain.
+#
+# The version is pinned once, in package.json (dependencies["@pulumi/pulumi"]); the `pulumi`
+# wrapper devDependency must carry the same version (checked below).
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+say() { printf '[provision-pulumi] %s\n' "$*"; }
+die() { printf '[provision-pulumi] error: %s\n' "$*" >&2; exit 1; }
+
+command -v node >/dev/null || die "node is not on PATH; install Node.js 20 first."
+version=$(node -p 'require("./package.json").dependencies["@pulumi/pulumi"]')
+wrapper=$(node -p 'require("./package.json").devDependencies.pulumi')
+[ "$version" = "$wrapper" ] \
+  || die "package.json pins @pulumi/pulumi $version but the pulumi wrapper $wrapper: make them equal."
+[ -d node_modules/@pulumi/pulumi ] || die "node_modules is missing: run 'npm ci' first."
+
+pulumi_home=${PULUMI_HOME:-$HOME/.pulumi}
+bin="$pulumi_home/versions/$version/bin"
+build_root=${PULUMI_EDGE_BUILD_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/pulumi-edge/engine-build}
+
+# The Node.js language host of the release commit lives in its own untagged module, which the
+# module proxy reachable here refuses at every revision. v3.68.0 is the last release whose
+# sdk module still contained the language host; it is built from there. It speaks the same
+# language-runtime gRPC protocol and launches the installed @pulumi/pulumi's own runner.
+language_host_sdk=v3.68.0
+
+installed_ok() {
+  [ -x "$bin/pulumi" ] && [ -x "$bin/pulumi-language-nodejs" ] && [ -x "$bin/pulumi-resource-pulumi-nodejs" ] \
+    && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ]
+}
+
+install_dynamic_provider_host() {
+  # Shipped inside @pulumi/pulumi: a sh script that runs the package's dynamic-provider host.
+  cp node_modules/@pulumi/pulumi/pulumi-resource-pulumi-nodejs "$bin/"
+  chmod +x "$bin/pulumi-resource-pulumi-nodejs"
+}
+
+online() {
+  command -v curl >/dev/null && curl -fsSI --max-time 5 "https://get.pulumi.com/releases/sdk/pulumi-v$version-linux-x64.tar.gz" >/dev/null 2>&1
+}
+
+download_release() {
+  say "downloading the official v$version release archive"
+  local tmp; tmp=$(mktemp -d)
+  curl -fsSL "https://get.pulumi.com/releases/sdk/pulumi-v$version-linux-x64.tar.gz" -o "$tmp/pulumi.tgz"
+  tar -xzf "$tmp/pulumi.tgz" -C "$tmp"
+  mkdir -p "$bin"
+  cp "$tmp"/pulumi/pulumi "$tmp"/pulumi/pulumi-language-nodejs "$bin/"
+  rm -rf "$tmp"
+}
+
+module_dir() { # module@version -> extracted directory in the module cache
+  go mod download -json "$1" | node -e '
+    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+      const j = JSON.parse(s);
+      if (j.Error || !j.Dir) { console.error(j.Error || "no directory"); process.exit(1); }
+      console.log(j.Dir);
+    });'
+}
+
+stage() { # copy a read-only module from the cache into a writable build tree
+  rm -rf "$2"; mkdir -p "$(dirname "$2")"; cp -r "$1" "$2"; chmod -R u+w "$2"
+}
+
+build_from_source() {
+  command -v go >/dev/null || die "Pulumi v$version is not installed, the machine is offline, and Go is not installed: install Go >= 1.25 (or go online) and run this script again."
+  local flags=(-trimpath -tags osusergo,grpcnotrace)
+  local ldflags="-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$version"
+  local tree="$build_root/v$version"
+  # go.mod files of the pulumi repository `replace` sibling modules by relative path
+  # (pkg -> ../sdk), so the downloaded modules are laid out as in the repository.
+  say "fetching github.com/pulumi/pulumi/{pkg,sdk}/v3@v$version from the Go module proxy"
+  local pkg sdk
+  pkg=$(module_dir "github.com/pulumi/pulumi/pkg/v3@v$version") || die "the module proxy has no pkg/v3@v$version"
+  sdk=$(module_dir "github.com/pulumi/pulumi/sdk/v3@v$version") || die "the module proxy has no sdk/v3@v$version"
+  stage "$pkg" "$tree/pkg"
+  stage "$sdk" "$tree/sdk"
+  mkdir -p "$bin"
+  say "building the pulumi CLI (cold: ~15 min on 2 cores; the Go build cache makes rebuilds fast)"
+  (cd "$tree/pkg" && go build "${flags[@]}" -ldflags "$ldflags" -o "$bin/pulumi" ./cmd/pulumi)
+
+  say "building pulumi-language-nodejs from sdk/v3@$language_host_sdk"
+  local lh
+  lh=$(module_dir "github.com/pulumi/pulumi/sdk/v3@$language_host_sdk") || die "the module proxy has no sdk/v3@$language_host_sdk"
+  stage "$lh" "$tree/language-host/sdk"
+  (cd "$tree/language-host/sdk" && go build "${flags[@]}" \
+    -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$version" \
+    -o "$bin/pulumi-language-nodejs" ./nodejs/cmd/pulumi-language-nodejs)
+}
+
+if installed_ok; then
+  say "Pulumi v$version already installed in $bin"
+else
+  if [ -x "$bin/pulumi" ] && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ] && [ -x "$bin/pulumi-language-nodejs" ]; then
+    :
+  elif online; then
+    download_release
+  else
+    say "offline: building Pulumi v$version from the Go module proxy with $(go version 2>/dev/null || echo 'no Go')"
+    build_from_source
+  fi
+  install_dynamic_provider_host
+  installed_ok || die "the install in $bin is incomplete; see the messages above."
+  say "installed Pulumi v$version in $bin"
+fi
+
+"$bin/pulumi" version

@@ -1,0 +1,50 @@
+/** HTTPS and TLS edges, and the TLS edge's IP restriction module. */
+import { z } from "zod";
+import { DESCRIPTION_MAX_BYTES, METADATA_MAX_BYTES } from "./limits";
+import { ipPolicyMutateSchema, ipPolicyResponseSchema } from "./modules";
+import { boundedText, routeSchema } from "./routes";
+
+const HOSTPORT = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
+export const hostportSchema = z
+  .string({ error: "must be a string" })
+  .refine(
+    (s) => {
+      const m = HOSTPORT.exec(s);
+      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;
+    },
+    { error: 'must have the form "host:port", e.g. "example.com:443"' },
+  );
+
+/** POST /edges/https and POST /edges/tls. */
+export const edgeCreateSchema = z.strictObject({
+  description: boundedText(DESCRIPTION_MAX_BYTES).default(""),
+  metadata: boundedText(METADATA_MAX_BYTES).default(""),
+  hostports: z.array(hostportSchema, { error: "must be a list of host:port strings" }).default([]),
+});
+export type EdgeCreate = z.input<typeof edgeCreateSchema>;
+
+const edgeFields = {
+  id: z.string(),
+  uri: z.string(),
+  created_at: z.string(),
+  description: z.string(),
+  metadata: z.string(),
+  hostports: z.array(z.string()),
+};
+export const httpsEdgeSchema = z.object({ ...edgeFields, routes: z.array(routeSchema) });
+export type HttpsEdge = z.output<typeof httpsEdgeSchema>;
+
+/** PUT /edges/tls/{id}/ip_restriction: `enabled` (default true) and `ip_policy_ids`. */
+export const tlsIpRestrictionMutateSchema = ipPolicyMutateSchema;
+export type TlsIpRestrictionMutate = z.input<typeof tlsIpRestrictionMutateSchema>;
+export const tlsIpRestrictionSchema = ipPolicyResponseSchema;
+export type TlsIpRestriction = z.output<typeof tlsIpRestrictionSchema>;
+
+export const tlsEdgeSchema = z.object({ ...edgeFields, ip_restriction: tlsIpRestrictionSchema.nullable() });
+export type TlsEdge = z.output<typeof tlsEdgeSchema>;
+
+const page = { uri: z.string(), next_page_uri: z.string().nullable() };
+export const httpsEdgeListSchema = z.object({ https_edges: z.array(httpsEdgeSchema), ...page });
+export const tlsEdgeListSchema = z.object({ tls_edges: z.array(tlsEdgeSchema), ...page });
+export type HttpsEdgeList = z.output<typeof httpsEdgeListSchema>;
+export type TlsEdgeList = z.output<typeof tlsEdgeListSchema>;

@@ -1,0 +1,48 @@
+import { z } from "zod";
+
+/**
+ * The error catalogue of the API: every error the service sends has one of these codes.
+ * Codes are stable; messages are for people.
+ */
+export const ERROR_CODES = {
+  invalidBody: { code: "ERR_EDGE_100", status: 400 },
+  validation: { code: "ERR_EDGE_101", status: 400 },
+  unknownField: { code: "ERR_EDGE_102", status: 400 },
+  unauthorized: { code: "ERR_EDGE_401", status: 401 },
+  notFound: { code: "ERR_EDGE_404", status: 404 },
+  methodNotAllowed: { code: "ERR_EDGE_405", status: 405 },
+  conflict: { code: "ERR_EDGE_409", status: 409 },
+  payloadTooLarge: { code: "ERR_EDGE_413", status: 413 },
+  unsupportedMediaType: { code: "ERR_EDGE_415", status: 415 },
+  rateLimited: { code: "ERR_EDGE_429", status: 429 },
+  internal: { code: "ERR_EDGE_500", status: 500 },
+} as const;
+
+export type ErrorKind = keyof typeof ERROR_CODES;
+
+/** One problem with one field of a request. */
+export const problemSchema = z.object({
+  field: z.string(),
+  msg: z.string(),
+});
+export type Problem = z.infer<typeof problemSchema>;
+
+/** Body of every error response. */
+export const errorBodySchema = z.object({
+  error_code: z.string(),
+  status_code: z.number().int(),
+  msg: z.string(),
+  details: z
+    .object({
+      operation_id: z.string().optional(),
+      field: z.string().optional(),
+      /** Present when more than one field is at fault: every problem, one message each. */
+      problems: z.array(problemSchema).optional(),
+    })
+    .passthrough()
+    .default({}),
+});
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+/** Header carrying the operation id of every response. */
+export const OPERATION_ID_HEADER = "Request-Id";

@@ -1,0 +1,11 @@
+/**
+ * The wire contract of the edge API: zod schemas for every request and response shape, the
+ * limits, the error catalogue. The one source of truth, imported by the service, the client
+ * and the provider. Imports nothing else of ours.
+ */
+export * from "./edges";
+export * from "./errors";
+export * from "./limits";
+export * from "./modules";
+export * from "./problems";
+export * from "./routes";

@@ -1,0 +1,78 @@
+/** HTTPS edge routes: create/update request bodies, the route resource, its list page. */
+import { z } from "zod";
+import { DESCRIPTION_MAX_BYTES, MATCH_TYPES, METADATA_MAX_BYTES } from "./limits";
+import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
+
+const utf8 = new TextEncoder();
+/** A string limited in UTF-8 bytes (not characters), as the contract's limits are. */
+export const boundedText = (maxBytes: number) =>
+  z
+    .string({ error: "must be a string" })
+    .refine((s) => utf8.encode(s).length <= maxBytes, { error: `must be at most ${maxBytes} bytes of UTF-8` });
+
+export const descriptionSchema = boundedText(DESCRIPTION_MAX_BYTES);
+export const metadataSchema = boundedText(METADATA_MAX_BYTES);
+export const matchTypeSchema = z.enum(MATCH_TYPES, { error: `must be one of ${MATCH_TYPES.join(", ")}` });
+export const matchSchema = z
+  .string({ error: "is required (a path, a host, or a host followed by a path)" })
+  .min(1, { error: "must not be empty" });
+
+type ModuleFields<Mode extends "request"> = {
+  [M in RouteModuleName]: z.ZodOptional<z.ZodNullable<(typeof ROUTE_MODULES)[M][Mode]>>;
+};
+const moduleRequestFields = Object.fromEntries(
+  ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].request.nullable().optional()]),
+) as unknown as ModuleFields<"request">;
+
+/** POST /edges/https/{edge_id}/routes. `match_type` and `match` are required. */
+export const routeCreateSchema = z.strictObject({
+  match_type: matchTypeSchema,
+  match: matchSchema,
+  description: descriptionSchema.default(""),
+  metadata: metadataSchema.default(""),
+  ...moduleRequestFields,
+});
+export type RouteCreate = z.input<typeof routeCreateSchema>;
+export type RouteCreateCanonical = z.output<typeof routeCreateSchema>;
+
+/**
+ * PATCH /edges/https/{edge_id}/routes/{id}. Every field optional; a present module replaces
+ * that module whole; an absent or null module is left unchanged.
+ */
+export const routeUpdateSchema = z.strictObject({
+  match_type: matchTypeSchema.optional(),
+  match: matchSchema.optional(),
+  description: descriptionSchema.optional(),
+  metadata: metadataSchema.optional(),
+  ...moduleRequestFields,
+});
+export type RouteUpdate = z.input<typeof routeUpdateSchema>;
+export type RouteUpdateCanonical = z.output<typeof routeUpdateSchema>;
+
+type ModuleResponseFields = {
+  [M in RouteModuleName]: z.ZodNullable<(typeof ROUTE_MODULES)[M]["response"]>;
+};
+const moduleResponseFields = Object.fromEntries(
+  ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].response.nullable()]),
+) as unknown as ModuleResponseFields;
+
+/** The route resource, as returned by create, get, update and list. Unconfigured modules are null. */
+export const routeSchema = z.object({
+  id: z.string(),
+  edge_id: z.string(),
+  created_at: z.string(),
+  uri: z.string(),
+  match_type: matchTypeSchema,
+  match: z.string(),
+  description: z.string(),
+  metadata: z.string(),
+  ...moduleResponseFields,
+});
+export type Route = z.output<typeof routeSchema>;
+
+export const routeListSchema = z.object({
+  routes: z.array(routeSchema),
+  uri: z.string(),
+  next_page_uri: z.string().nullable(),
+});
+export type RouteList = z.output<typeof routeListSchema>;
