@@ -4,16 +4,15 @@ import { DESCRIPTION_MAX_BYTES, METADATA_MAX_BYTES } from "./limits";
 import { ipPolicyMutateSchema, ipPolicyResponseSchema } from "./modules";
 import { boundedText, routeSchema } from "./routes";
 
-const HOSTPORT = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
-export const hostportSchema = z
-  .string({ error: "must be a string" })
-  .refine(
-    (s) => {
-      const m = HOSTPORT.exec(s);
-      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;
-    },
-    { error: 'must have the form "host:port", e.g. "example.com:443"' },
-  );
+const HOSTPORT =
+  /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
+export const hostportSchema = z.string({ error: "must be a string" }).refine(
+  (s) => {
+    const m = HOSTPORT.exec(s);
+    return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;
+  },
+  { error: 'must have the form "host:port", e.g. "example.com:443"' },
+);
 
 /** POST /edges/https and POST /edges/tls. */
 export const edgeCreateSchema = z.strictObject({

@@ -29,9 +29,13 @@ const uint32 = z
   .min(0, { error: "must be between 0 and 4294967295" })
   .max(4294967295, { error: "must be between 0 and 4294967295" });
 const text = z.string({ error: "must be a string" }).default("");
-const textList = z.array(z.string({ error: "must be a string" }), { error: "must be a list of strings" }).default([]);
+const textList = z
+  .array(z.string({ error: "must be a string" }), { error: "must be a list of strings" })
+  .default([]);
 const requiredText = (what: string) =>
-  z.string({ error: `${what} is required (a non-empty string)` }).min(1, { error: `${what} must not be empty` });
+  z
+    .string({ error: `${what} is required (a non-empty string)` })
+    .min(1, { error: `${what} must not be empty` });
 
 /** Identifiers of backends and IP policies: taken as given, in the path-safe character set. */
 export const idSchema = z
@@ -125,6 +129,11 @@ export const circuitBreakerSchema = z.strictObject({
     .default(0),
 });
 
+/** Responses report an unset `num_buckets` as 0. */
+export const circuitBreakerResponseSchema = circuitBreakerSchema.extend({
+  num_buckets: z.number().int().min(0).max(NUM_BUCKETS_MAX),
+});
+
 export const compressionSchema = z.strictObject({ enabled });
 export const websocketTcpConverterSchema = z.strictObject({ enabled });
 
@@ -142,7 +151,11 @@ export const webhookVerificationSchema = z
   })
   .superRefine((v, ctx) => {
     if (v.provider === SECRETLESS_WEBHOOK_PROVIDER && v.secret !== "") {
-      ctx.addIssue({ code: "custom", path: ["secret"], message: `must not be set for provider "${v.provider}"` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["secret"],
+        message: `must not be set for provider "${v.provider}"`,
+      });
     } else if (v.provider !== SECRETLESS_WEBHOOK_PROVIDER && v.secret === "") {
       ctx.addIssue({ code: "custom", path: ["secret"], message: `is required for provider "${v.provider}"` });
     }
@@ -221,18 +234,16 @@ export const oauthSchema = z.strictObject({
   auth_check_interval: uint32.default(0),
 });
 
-const httpsUrl = z
-  .string({ error: "is required (an https URL)" })
-  .refine(
-    (s) => {
-      try {
-        return new URL(s).protocol === "https:";
-      } catch {
-        return false;
-      }
-    },
-    { error: "must be an https URL" },
-  );
+const httpsUrl = z.string({ error: "is required (an https URL)" }).refine(
+  (s) => {
+    try {
+      return new URL(s).protocol === "https:";
+    } catch {
+      return false;
+    }
+  },
+  { error: "must be an https URL" },
+);
 
 export const oidcSchema = z.strictObject({
   enabled,
@@ -282,7 +293,7 @@ export const trafficPolicySchema = z.strictObject({ enabled, value: requiredText
 export const ROUTE_MODULES = {
   backend: { request: backendMutateSchema, response: backendResponseSchema },
   ip_restriction: { request: ipPolicyMutateSchema, response: ipPolicyResponseSchema },
-  circuit_breaker: { request: circuitBreakerSchema, response: circuitBreakerSchema },
+  circuit_breaker: { request: circuitBreakerSchema, response: circuitBreakerResponseSchema },
   compression: { request: compressionSchema, response: compressionSchema },
   request_headers: { request: requestHeadersSchema, response: requestHeadersSchema },
   response_headers: { request: responseHeadersSchema, response: responseHeadersSchema },

@@ -16,7 +16,10 @@ export function formatPath(path: ReadonlyArray<PropertyKey>): string {
 }
 
 /** Turns zod issues into one problem per bad field, each naming the field's JSON path. */
-export function issuesToProblems(issues: ReadonlyArray<z.core.$ZodIssue>, prefix: PropertyKey[] = []): Problem[] {
+export function issuesToProblems(
+  issues: ReadonlyArray<z.core.$ZodIssue>,
+  prefix: PropertyKey[] = [],
+): Problem[] {
   const problems: Problem[] = [];
   for (const issue of issues) {
     const path = [...prefix, ...issue.path];

@@ -6,9 +6,9 @@ import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modul
 const utf8 = new TextEncoder();
 /** A string limited in UTF-8 bytes (not characters), as the contract's limits are. */
 export const boundedText = (maxBytes: number) =>
-  z
-    .string({ error: "must be a string" })
-    .refine((s) => utf8.encode(s).length <= maxBytes, { error: `must be at most ${maxBytes} bytes of UTF-8` });
+  z.string({ error: "must be a string" }).refine((s) => utf8.encode(s).length <= maxBytes, {
+    error: `must be at most ${maxBytes} bytes of UTF-8`,
+  });
 
 export const descriptionSchema = boundedText(DESCRIPTION_MAX_BYTES);
 export const metadataSchema = boundedText(METADATA_MAX_BYTES);

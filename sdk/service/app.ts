@@ -1,0 +1,254 @@
+/**
+ * The edge API over Web-standard Request/Response (Hono). `app.fetch` serves both a socket
+ * (the standalone server) and in-process calls (the embedded transport): one code path.
+ * Routing reads like the API table; cross-cutting concerns are middleware.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { type Context, Hono, type MiddlewareHandler } from "hono";
+import { methodNotAllowed } from "hono/method-not-allowed";
+import { ERROR_CODES, type ErrorBody, ID_PATTERN, MAX_BODY_BYTES, OPERATION_ID_HEADER } from "../contract";
+import { ApiError } from "./errors";
+import { newOperationId } from "./ids";
+import { EdgeService, type RequestContext } from "./service";
+import type { Store } from "./store";
+
+export interface EdgeAppOptions {
+  store: Store;
+  /** When set, every request must carry `Authorization: Bearer <apiKey>`. */
+  apiKey?: string;
+  /** Requests per minute per API key; off when undefined. */
+  rateLimitPerMinute?: number;
+  /** One line per request (method, path, status, time, operation id); never bodies or keys. */
+  log?: (line: string) => void;
+}
+
+type Env = { Variables: { operationId: string; body: unknown } };
+
+export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
+  const service = new EdgeService(opts.store);
+  const app = new Hono<Env>();
+
+  app.use(operationIdAndLog(opts.log));
+  app.use(methodNotAllowed({ app, onMethodNotAllowed: (c, allowed) => methodError(c, allowed) }));
+  if (opts.apiKey !== undefined) app.use(bearerAuth(opts.apiKey));
+  if (opts.rateLimitPerMinute !== undefined) app.use(rateLimit(opts.rateLimitPerMinute));
+  app.use(jsonBody());
+
+  const ctx = (c: Context<Env>): RequestContext => ({ baseUrl: new URL(c.req.url).origin });
+  const p = (c: Context<Env>, name: string): string => {
+    const value = c.req.param(name) ?? "";
+    if (!ID_PATTERN.test(value)) throw ApiError.notFound(`${name} "${value.slice(0, 80)}"`);
+    return value;
+  };
+  const body = (c: Context<Env>) => c.get("body");
+  const page = (c: Context<Env>) => ({ limit: c.req.query("limit"), before_id: c.req.query("before_id") });
+  /** Runs a delete and answers 204. */
+  const noContent = (c: Context<Env>, run: () => void) => {
+    run();
+    return c.body(null, 204);
+  };
+
+  // HTTPS edges
+  app.post("/edges/https", (c) => c.json(service.createEdge("https", body(c), ctx(c)), 201));
+  app.get("/edges/https", (c) => c.json(service.listEdges("https", page(c), ctx(c))));
+  app.get("/edges/https/:id", (c) => c.json(service.getEdge("https", p(c, "id"), ctx(c))));
+  app.delete("/edges/https/:id", (c) => noContent(c, () => service.deleteEdge("https", p(c, "id"))));
+
+  // Routes of an HTTPS edge
+  app.post("/edges/https/:edge_id/routes", (c) =>
+    c.json(service.createRoute(p(c, "edge_id"), body(c), ctx(c)), 201),
+  );
+  app.get("/edges/https/:edge_id/routes", (c) =>
+    c.json(service.listRoutes(p(c, "edge_id"), page(c), ctx(c))),
+  );
+  app.get("/edges/https/:edge_id/routes/:id", (c) =>
+    c.json(service.getRoute(p(c, "edge_id"), p(c, "id"), ctx(c))),
+  );
+  app.patch("/edges/https/:edge_id/routes/:id", (c) =>
+    c.json(service.updateRoute(p(c, "edge_id"), p(c, "id"), body(c), ctx(c))),
+  );
+  app.delete("/edges/https/:edge_id/routes/:id", (c) =>
+    noContent(c, () => service.deleteRoute(p(c, "edge_id"), p(c, "id"))),
+  );
+
+  // One sub-resource per route module: /edges/https/{edge_id}/routes/{id}/{module}
+  const mod = "/edges/https/:edge_id/routes/:id/:module";
+  app.put(mod, (c) =>
+    c.json(service.putModule(p(c, "edge_id"), p(c, "id"), c.req.param("module"), body(c), ctx(c))),
+  );
+  app.get(mod, (c) => c.json(service.getModule(p(c, "edge_id"), p(c, "id"), c.req.param("module"), ctx(c))));
+  app.delete(mod, (c) =>
+    noContent(c, () => service.deleteModule(p(c, "edge_id"), p(c, "id"), c.req.param("module"))),
+  );
+
+  // TLS edges and their IP restriction module
+  app.post("/edges/tls", (c) => c.json(service.createEdge("tls", body(c), ctx(c)), 201));
+  app.get("/edges/tls", (c) => c.json(service.listEdges("tls", page(c), ctx(c))));
+  app.get("/edges/tls/:id", (c) => c.json(service.getEdge("tls", p(c, "id"), ctx(c))));
+  app.delete("/edges/tls/:id", (c) => noContent(c, () => service.deleteEdge("tls", p(c, "id"))));
+  app.put("/edges/tls/:id/ip_restriction", (c) =>
+    c.json(service.putTlsIpRestriction(p(c, "id"), body(c), ctx(c))),
+  );
+  app.get("/edges/tls/:id/ip_restriction", (c) => c.json(service.getTlsIpRestriction(p(c, "id"), ctx(c))));
+  app.delete("/edges/tls/:id/ip_restriction", (c) =>
+    noContent(c, () => service.deleteTlsIpRestriction(p(c, "id"))),
+  );
+
+  app.notFound((c) => errorResponse(c, ApiError.notFound(`${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.onError((err, c) => {
+    if (err instanceof ApiError) return errorResponse(c, err);
+    opts.log?.(
+      `internal error ${c.get("operationId")}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+    );
+    return errorResponse(
+      c,
+      new ApiError("internal", "internal server error (reported with its operation id)"),
+    );
+  });
+  return app;
+}
+
+// ---------------------------------------------------------------- responses
+
+function errorResponse(c: Context<Env>, err: ApiError): Response {
+  const operationId = c.get("operationId") ?? newOperationId();
+  const [first] = err.problems;
+  const body: ErrorBody = {
+    error_code: ERROR_CODES[err.kind].code,
+    status_code: err.status,
+    msg: err.message,
+    details: {
+      operation_id: operationId,
+      ...(first ? { field: first.field } : {}),
+      ...(err.problems.length > 1 ? { problems: err.problems } : {}),
+    },
+  };
+  return c.json(body, err.status as 400, { ...err.headers, [OPERATION_ID_HEADER]: operationId });
+}
+
+function methodError(c: Context<Env>, allowed: string[]): Response {
+  return errorResponse(
+    c,
+    new ApiError("methodNotAllowed", `${c.req.method} is not allowed here; allowed: ${allowed.join(", ")}`, {
+      headers: { Allow: allowed.join(", ") },
+    }),
+  );
+}
+
+// ---------------------------------------------------------------- middleware
+
+function operationIdAndLog(log: EdgeAppOptions["log"]): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    const operationId = newOperationId();
+    const started = performance.now();
+    c.set("operationId", operationId);
+    await next();
+    c.res.headers.set(OPERATION_ID_HEADER, operationId);
+    log?.(
+      `${c.req.method} ${new URL(c.req.url).pathname} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms ${operationId}`,
+    );
+  };
+}
+
+const digest = (s: string) => createHash("sha256").update(s).digest();
+
+/** Bearer key check. Both sides are hashed first so the comparison is constant-time whatever the lengths. */
+function bearerAuth(apiKey: string): MiddlewareHandler<Env> {
+  const expected = digest(apiKey);
+  return async (c, next) => {
+    const header = c.req.header("authorization") ?? "";
+    const match = /^Bearer\s+(.+)$/i.exec(header);
+    if (!match || !timingSafeEqual(digest(match[1]!.trim()), expected)) {
+      throw new ApiError(
+        "unauthorized",
+        match ? "the API key is not valid" : "missing API key: send 'Authorization: Bearer <api key>'",
+        { headers: { "WWW-Authenticate": "Bearer" } },
+      );
+    }
+    await next();
+  };
+}
+
+/** Fixed one-minute windows per API key. */
+function rateLimit(perMinute: number): MiddlewareHandler<Env> {
+  const windows = new Map<string, { start: number; count: number }>();
+  return async (c, next) => {
+    const now = Date.now();
+    const start = now - (now % 60_000);
+    const key = c.req.header("authorization") ?? "anonymous";
+    let w = windows.get(key);
+    if (!w || w.start !== start) {
+      if (windows.size > 10_000) windows.clear(); // old windows are worthless; bound the memory
+      w = { start, count: 0 };
+      windows.set(key, w);
+    }
+    if (++w.count > perMinute) {
+      const retryAfter = Math.max(1, Math.ceil((start + 60_000 - now) / 1000));
+      throw new ApiError(
+        "rateLimited",
+        `rate limit of ${perMinute} requests per minute exceeded; retry after ${retryAfter}s`,
+        {
+          headers: { "Retry-After": String(retryAfter) },
+        },
+      );
+    }
+    await next();
+  };
+}
+
+const WITH_BODY = new Set(["POST", "PUT", "PATCH"]);
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/** Reads and checks the JSON body of POST/PUT/PATCH before any handler runs. */
+function jsonBody(): MiddlewareHandler<Env> {
+  return async (c, next) => {
+    if (!WITH_BODY.has(c.req.method)) return next();
+    const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
+    if (type !== "application/json") {
+      throw new ApiError(
+        "unsupportedMediaType",
+        "the request body must be JSON: send 'Content-Type: application/json'",
+      );
+    }
+    const declared = Number(c.req.header("content-length") ?? "0");
+    if (declared > MAX_BODY_BYTES) throw tooLarge();
+    const bytes = await readLimited(c.req.raw, MAX_BODY_BYTES);
+    let text: string;
+    try {
+      text = utf8.decode(bytes);
+    } catch {
+      throw new ApiError("invalidBody", "the request body is not valid UTF-8");
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (e) {
+      throw new ApiError("invalidBody", `the request body is not valid JSON (${(e as Error).message})`);
+    }
+    if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+      throw new ApiError("invalidBody", "the request body must be a JSON object");
+    }
+    c.set("body", parsed);
+    await next();
+  };
+}
+
+const tooLarge = () => new ApiError("payloadTooLarge", `the request body exceeds ${MAX_BODY_BYTES} bytes`);
+
+async function readLimited(req: Request, limit: number): Promise<Uint8Array> {
+  if (!req.body) return new Uint8Array();
+  const reader = req.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > limit) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}

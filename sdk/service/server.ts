@@ -1,0 +1,68 @@
+/** The standalone server: the same app on a socket, with graceful shutdown. */
+import type { AddressInfo } from "node:net";
+import { serve } from "@hono/node-server";
+import { createEdgeApp } from "./app";
+import { Store } from "./store";
+
+export interface ServerOptions {
+  /** Data directory (created if missing), or ":memory:". */
+  dataDir: string;
+  /** Default 127.0.0.1. A non-loopback host requires an API key. */
+  host?: string;
+  /** Default 8080; 0 picks a free port. */
+  port?: number;
+  apiKey?: string;
+  rateLimitPerMinute?: number;
+  log?: (line: string) => void;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  store: Store;
+  /** Stops accepting connections, lets in-flight requests finish, closes the database. */
+  close(): Promise<void>;
+}
+
+export function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const host = opts.host ?? "127.0.0.1";
+  if (!isLoopback(host) && !opts.apiKey) {
+    throw new Error(
+      `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
+    );
+  }
+  const store = Store.open(opts.dataDir);
+  const app = createEdgeApp({
+    store,
+    apiKey: opts.apiKey,
+    rateLimitPerMinute: opts.rateLimitPerMinute,
+    log: opts.log,
+  });
+  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
+    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8080 }, () => resolve(s));
+    s.once("error", reject);
+  });
+  const port = (server.address() as AddressInfo).port;
+  const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${urlHost}:${port}`,
+    port,
+    store,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => {
+          store.close();
+          resolve();
+        });
+        // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
+        (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+      });
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,430 @@
+/**
+ * The API's behaviour, independent of HTTP: validation against the contract, the rules of
+ * gaps.md, each mutation in one transaction, rendering of stored rows into response shapes.
+ */
+import type { z } from "zod";
+import {
+  AUTH_MODULES,
+  edgeCreateSchema,
+  type HttpsEdge,
+  type HttpsEdgeList,
+  isRouteModuleName,
+  issuesToProblems,
+  PAGE_LIMIT_DEFAULT,
+  PAGE_LIMIT_MAX,
+  ROUTE_MODULE_NAMES,
+  ROUTE_MODULES,
+  type Route,
+  type RouteList,
+  type RouteModuleName,
+  routeCreateSchema,
+  routeUpdateSchema,
+  type TlsEdge,
+  type TlsEdgeList,
+  type TlsIpRestriction,
+  tlsIpRestrictionMutateSchema,
+} from "../contract";
+import { ApiError } from "./errors";
+import { newId } from "./ids";
+import {
+  type EdgeKind,
+  type EdgeRow,
+  type ModuleConfigs,
+  type RouteFields,
+  type RouteRow,
+  type Store,
+  UniqueViolation,
+} from "./store";
+import { createSelfSignedCertificate } from "./x509";
+
+/** Where the caller reached the service: every Ref and uri is built from it. */
+export interface RequestContext {
+  baseUrl: string;
+}
+
+export interface PageQuery {
+  limit?: string;
+  before_id?: string;
+}
+
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body);
+  if (!result.success) throw ApiError.invalid(issuesToProblems(result.error.issues));
+  return result.data;
+}
+
+const EDGE_LABEL: Record<EdgeKind, string> = { https: "HTTPS edge", tls: "TLS edge" };
+
+export class EdgeService {
+  constructor(readonly store: Store) {}
+
+  // ------------------------------------------------------------------ edges
+
+  createEdge(kind: "https", body: unknown, ctx: RequestContext): HttpsEdge;
+  createEdge(kind: "tls", body: unknown, ctx: RequestContext): TlsEdge;
+  createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): HttpsEdge | TlsEdge {
+    const input = parse(edgeCreateSchema, body);
+    const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
+    return this.store.write(() => {
+      this.store.insertEdge(row);
+      return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
+    });
+  }
+
+  getEdge(kind: "https", id: string, ctx: RequestContext): HttpsEdge;
+  getEdge(kind: "tls", id: string, ctx: RequestContext): TlsEdge;
+  getEdge(kind: EdgeKind, id: string, ctx: RequestContext): HttpsEdge | TlsEdge {
+    return this.store.read(() => this.renderEdge(this.requireEdge(kind, id), ctx));
+  }
+
+  listEdges(kind: "https", q: PageQuery, ctx: RequestContext): HttpsEdgeList;
+  listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): TlsEdgeList;
+  listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): HttpsEdgeList | TlsEdgeList {
+    const { limit, beforeSeq } = this.page(q, "edges");
+    return this.store.read(() => {
+      const rows = this.store.listEdges(kind, limit + 1, beforeSeq);
+      const items = rows.slice(0, limit).map((r) => this.renderEdge(r, ctx));
+      const uri = `${ctx.baseUrl}/edges/${kind}`;
+      const next =
+        rows.length > limit ? `${uri}?limit=${limit}&before_id=${items[items.length - 1]!.id}` : null;
+      return kind === "https"
+        ? { https_edges: items as HttpsEdge[], uri, next_page_uri: next }
+        : { tls_edges: items as TlsEdge[], uri, next_page_uri: next };
+    });
+  }
+
+  deleteEdge(kind: EdgeKind, id: string): void {
+    this.store.write(() => {
+      if (!this.store.deleteEdge(kind, id)) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
+    });
+  }
+
+  // ------------------------------------------------------------------ routes
+
+  createRoute(edgeId: string, body: unknown, ctx: RequestContext): Route {
+    const input = parse(routeCreateSchema, body);
+    const { match_type, match, description, metadata } = input;
+    const modules = pickModules(input);
+    assertOneAuthModule(modules, Object.keys(modules));
+    const id = newId("route");
+    return this.store.write(() => {
+      this.requireEdge("https", edgeId);
+      try {
+        this.store.insertRoute({
+          id,
+          edge_id: edgeId,
+          match_type,
+          match,
+          description,
+          metadata,
+          created_at: now(),
+        });
+      } catch (e) {
+        throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
+      }
+      this.storeModules(id, modules);
+      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+    });
+  }
+
+  getRoute(edgeId: string, id: string, ctx: RequestContext): Route {
+    return this.store.read(() => this.renderRoutes([this.requireRoute(edgeId, id)], ctx)[0]!);
+  }
+
+  listRoutes(edgeId: string, q: PageQuery, ctx: RequestContext): RouteList {
+    const { limit, beforeSeq } = this.page(q, "routes");
+    return this.store.read(() => {
+      this.requireEdge("https", edgeId);
+      const rows = this.store.listRoutes(edgeId, limit + 1, beforeSeq);
+      const routes = this.renderRoutes(rows.slice(0, limit), ctx);
+      const uri = `${ctx.baseUrl}/edges/https/${edgeId}/routes`;
+      const next =
+        rows.length > limit ? `${uri}?limit=${limit}&before_id=${routes[routes.length - 1]!.id}` : null;
+      return { routes, uri, next_page_uri: next };
+    });
+  }
+
+  /**
+   * PATCH: present fields replace, a present module replaces that module whole, absent or
+   * null modules are untouched. Only the modules in the body are written, so concurrent
+   * PATCHes of different modules of one route never lose each other's change.
+   */
+  updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Route {
+    const patch = parse(routeUpdateSchema, body);
+    const modules = pickModules(patch);
+    return this.store.write(() => {
+      const row = this.requireRoute(edgeId, id);
+      const fields: RouteFields = {
+        match_type: patch.match_type ?? row.match_type,
+        match: patch.match ?? row.match,
+        description: patch.description ?? row.description,
+        metadata: patch.metadata ?? row.metadata,
+      };
+      const current = this.store.getModules([id]).get(id)!;
+      assertOneAuthModule({ ...current, ...modules }, Object.keys(modules));
+      if (
+        fields.match_type !== row.match_type ||
+        fields.match !== row.match ||
+        fields.description !== row.description ||
+        fields.metadata !== row.metadata
+      ) {
+        try {
+          this.store.updateRouteFields(id, fields);
+        } catch (e) {
+          throw e instanceof UniqueViolation ? duplicateMatch(fields.match_type, fields.match) : e;
+        }
+      }
+      this.storeModules(id, modules);
+      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+    });
+  }
+
+  deleteRoute(edgeId: string, id: string): void {
+    this.store.write(() => {
+      this.requireRoute(edgeId, id);
+      this.store.deleteRoute(edgeId, id);
+    });
+  }
+
+  // ------------------------------------------------------------------ route module sub-resources
+
+  putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): unknown {
+    const module = this.requireModuleName(name);
+    const config = parse(ROUTE_MODULES[module].request, body);
+    return this.store.write(() => {
+      this.requireRoute(edgeId, id);
+      const current = this.store.getModules([id]).get(id)!;
+      assertOneAuthModule({ ...current, [module]: config }, [module]);
+      this.storeModules(id, { [module]: config });
+      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]![module];
+    });
+  }
+
+  getModule(edgeId: string, id: string, name: string, ctx: RequestContext): unknown {
+    const module = this.requireModuleName(name);
+    return this.store.read(() => {
+      const route = this.renderRoutes([this.requireRoute(edgeId, id)], ctx)[0]!;
+      if (route[module] === null)
+        throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
+      return route[module];
+    });
+  }
+
+  deleteModule(edgeId: string, id: string, name: string): void {
+    const module = this.requireModuleName(name);
+    this.store.write(() => {
+      this.requireRoute(edgeId, id);
+      if (!this.store.deleteModule(id, module)) {
+        throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ TLS IP restriction
+
+  putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): TlsIpRestriction {
+    const config = parse(tlsIpRestrictionMutateSchema, body);
+    return this.store.write(() => {
+      this.requireEdge("tls", edgeId);
+      this.store.putTlsRestriction(edgeId, config);
+      return renderIpPolicy(config, ctx);
+    });
+  }
+
+  getTlsIpRestriction(edgeId: string, ctx: RequestContext): TlsIpRestriction {
+    return this.store.read(() => {
+      this.requireEdge("tls", edgeId);
+      const config = this.store.getTlsRestrictions([edgeId]).get(edgeId);
+      if (config === undefined)
+        throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
+      return renderIpPolicy(config as IpPolicyConfig, ctx);
+    });
+  }
+
+  deleteTlsIpRestriction(edgeId: string): void {
+    this.store.write(() => {
+      this.requireEdge("tls", edgeId);
+      if (!this.store.deleteTlsRestriction(edgeId)) {
+        throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
+      }
+    });
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private requireEdge(kind: EdgeKind, id: string): EdgeRow {
+    const edge = this.store.getEdge(kind, id);
+    if (!edge) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
+    return edge;
+  }
+
+  private requireRoute(edgeId: string, id: string): RouteRow {
+    this.requireEdge("https", edgeId);
+    const row = this.store.getRoute(edgeId, id);
+    if (!row) throw ApiError.notFound(`route ${id} of HTTPS edge ${edgeId}`);
+    return row;
+  }
+
+  private requireModuleName(name: string): RouteModuleName {
+    if (!isRouteModuleName(name)) throw ApiError.notFound(`route module "${name}"`);
+    return name;
+  }
+
+  private page(q: PageQuery, table: "edges" | "routes"): { limit: number; beforeSeq?: number } {
+    let limit = PAGE_LIMIT_DEFAULT;
+    if (q.limit !== undefined) {
+      limit = Number(q.limit);
+      if (!/^\d+$/.test(q.limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
+        throw ApiError.invalid([
+          { field: "limit", msg: `must be an integer between 1 and ${PAGE_LIMIT_MAX}` },
+        ]);
+      }
+    }
+    if (q.before_id === undefined) return { limit };
+    const beforeSeq = this.store.seqOf(table, q.before_id);
+    if (beforeSeq === undefined) throw ApiError.invalid([{ field: "before_id", msg: "is not a known id" }]);
+    return { limit, beforeSeq };
+  }
+
+  private storeModules(routeId: string, modules: ModuleConfigs): void {
+    for (const [name, config] of Object.entries(modules)) {
+      this.store.putModule(routeId, name, config);
+      if (name === "saml") {
+        // One signing key pair per route, made the first time SAML is configured, kept for its life.
+        if (!this.store.getSamlCertificates([routeId]).has(routeId)) {
+          const cert = createSelfSignedCertificate({ commonName: `edge-route-${routeId}` });
+          this.store.putSamlKey(routeId, cert.certificatePem, cert.privateKeyPem);
+        }
+      }
+    }
+  }
+
+  private renderEdge(row: EdgeRow, ctx: RequestContext): HttpsEdge | TlsEdge {
+    const base = {
+      id: row.id,
+      uri: `${ctx.baseUrl}/edges/${row.kind}/${row.id}`,
+      created_at: row.created_at,
+      description: row.description,
+      metadata: row.metadata,
+      hostports: row.hostports,
+    };
+    if (row.kind === "https") {
+      // Every route of the edge, oldest first (pages of routes are available from the routes list).
+      const routes: RouteRow[] = [];
+      for (let before: number | undefined; ; ) {
+        const batch = this.store.listRoutes(row.id, 500, before);
+        routes.push(...batch);
+        if (batch.length < 500) break;
+        before = batch[batch.length - 1]!.seq;
+      }
+      return { ...base, routes: this.renderRoutes(routes.reverse(), ctx) };
+    }
+    const restriction = this.store.getTlsRestrictions([row.id]).get(row.id);
+    return {
+      ...base,
+      ip_restriction: restriction ? renderIpPolicy(restriction as IpPolicyConfig, ctx) : null,
+    };
+  }
+
+  private renderRoutes(rows: RouteRow[], ctx: RequestContext): Route[] {
+    const ids = rows.map((r) => r.id);
+    const modules = this.store.getModules(ids);
+    const certs = this.store.getSamlCertificates(ids);
+    return rows.map((row) => {
+      const configured = modules.get(row.id)!;
+      const route: Record<string, unknown> = {
+        id: row.id,
+        edge_id: row.edge_id,
+        created_at: row.created_at,
+        uri: `${ctx.baseUrl}/edges/https/${row.edge_id}/routes/${row.id}`,
+        match_type: row.match_type,
+        match: row.match,
+        description: row.description,
+        metadata: row.metadata,
+      };
+      for (const name of ROUTE_MODULE_NAMES) {
+        const config = configured[name];
+        route[name] =
+          config === undefined ? null : renderModule(name, config, row.id, certs.get(row.id) ?? "", ctx);
+      }
+      return route as Route;
+    });
+  }
+}
+
+// ---------------------------------------------------------------- rendering and rules
+
+interface IpPolicyConfig {
+  enabled: boolean;
+  ip_policy_ids: string[];
+}
+
+const backendRef = (id: string, ctx: RequestContext) => ({ id, uri: `${ctx.baseUrl}/backends/${id}` });
+const ipPolicyRef = (id: string, ctx: RequestContext) => ({ id, uri: `${ctx.baseUrl}/ip_policies/${id}` });
+
+function renderIpPolicy(c: IpPolicyConfig, ctx: RequestContext) {
+  return { enabled: c.enabled, ip_policies: c.ip_policy_ids.map((id) => ipPolicyRef(id, ctx)) };
+}
+
+/** Request shape → response shape (edge-api.md "Mapping of request to response", SAML computed fields). */
+function renderModule(
+  name: RouteModuleName,
+  config: unknown,
+  routeId: string,
+  samlCert: string,
+  ctx: RequestContext,
+) {
+  const c = config as Record<string, unknown>;
+  switch (name) {
+    case "backend":
+      return { enabled: c.enabled, backend: backendRef(String(c.backend_id), ctx) };
+    case "ip_restriction":
+      return renderIpPolicy(c as unknown as IpPolicyConfig, ctx);
+    case "saml": {
+      const saml = `${ctx.baseUrl}/saml/${routeId}`;
+      return {
+        ...c,
+        entity_id: `${saml}/metadata`,
+        metadata_url: `${saml}/metadata`,
+        assertion_consumer_service_url: `${saml}/acs`,
+        single_logout_url: `${saml}/slo`,
+        request_signing_certificate_pem: samlCert,
+      };
+    }
+    default:
+      return c;
+  }
+}
+
+/** The non-null module objects of a create or update body. */
+function pickModules(body: Record<string, unknown>): ModuleConfigs {
+  const out: ModuleConfigs = {};
+  for (const name of ROUTE_MODULE_NAMES) if (body[name] != null) out[name] = body[name];
+  return out;
+}
+
+/** gaps.md: at most one of oauth, oidc and saml on a route at a time. */
+function assertOneAuthModule(resulting: ModuleConfigs, written: string[]): void {
+  const present = AUTH_MODULES.filter((m) => resulting[m] !== undefined);
+  if (present.length <= 1) return;
+  const incoming = present.find((m) => written.includes(m)) ?? present[present.length - 1]!;
+  const others = present.filter((m) => m !== incoming);
+  throw ApiError.invalid([
+    {
+      field: incoming,
+      msg: `a route can have only one of oauth, oidc and saml; it already has ${others.join(" and ")} (delete that module first)`,
+    },
+  ]);
+}
+
+function duplicateMatch(matchType: string, match: string): ApiError {
+  return new ApiError(
+    "conflict",
+    `the edge already has a route with match_type "${matchType}" and match "${match}"`,
+    {
+      problems: [{ field: "match", msg: "duplicates another route of this edge" }],
+    },
+  );
+}
+
+const now = () => new Date().toISOString();

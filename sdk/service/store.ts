@@ -1,0 +1,311 @@
+/**
+ * Persistence: one SQLite database file (libsql, prebuilt binaries), WAL mode so that a
+ * standalone server and an in-process provider can share one data directory. Synchronous by
+ * design: a transaction never yields to the event loop, so in-process requests never interleave
+ * inside one, and BEGIN IMMEDIATE serialises writers across processes.
+ */
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "libsql";
+
+/** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
+const MIGRATIONS: string[] = [
+  `CREATE TABLE edges (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     hostports TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX edges_by_kind ON edges (kind, seq);
+   CREATE TABLE routes (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match TEXT NOT NULL,
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     UNIQUE (edge_id, match_type, match)
+   );
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);
+   CREATE TABLE route_modules (
+     route_id TEXT NOT NULL REFERENCES routes (id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     config TEXT NOT NULL,
+     PRIMARY KEY (route_id, name)
+   );
+   CREATE TABLE route_saml_keys (
+     route_id TEXT PRIMARY KEY REFERENCES routes (id) ON DELETE CASCADE,
+     certificate_pem TEXT NOT NULL,
+     private_key_pem TEXT NOT NULL
+   );
+   CREATE TABLE tls_ip_restrictions (
+     edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
+     config TEXT NOT NULL
+   );`,
+];
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export type EdgeKind = "https" | "tls";
+export interface EdgeRow {
+  seq: number;
+  id: string;
+  kind: EdgeKind;
+  description: string;
+  metadata: string;
+  hostports: string[];
+  created_at: string;
+}
+export interface RouteRow {
+  seq: number;
+  id: string;
+  edge_id: string;
+  match_type: string;
+  match: string;
+  description: string;
+  metadata: string;
+  created_at: string;
+}
+export type RouteFields = Pick<RouteRow, "match_type" | "match" | "description" | "metadata">;
+/** Canonical request configuration of each configured module, by module name. */
+export type ModuleConfigs = Record<string, unknown>;
+
+export class UniqueViolation extends Error {}
+
+type Raw = Record<string, unknown>;
+const edgeFromRaw = (r: Raw): EdgeRow => ({
+  ...(r as unknown as EdgeRow),
+  hostports: JSON.parse(String(r.hostports)),
+});
+
+export class Store {
+  private readonly db: Database.Database;
+  readonly location: string;
+
+  private constructor(db: Database.Database, location: string) {
+    this.db = db;
+    this.location = location;
+  }
+
+  /** Opens (creating and migrating as needed) the database of a data directory, or ":memory:". */
+  static open(dataDir: string): Store {
+    const location = dataDir === ":memory:" ? ":memory:" : join(resolve(dataDir), "edge.db");
+    if (location !== ":memory:") mkdirSync(resolve(dataDir), { recursive: true });
+    const db = new Database(location);
+    db.pragma("busy_timeout = 10000");
+    if (location !== ":memory:") {
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+    }
+    db.pragma("foreign_keys = ON");
+    const store = new Store(db, location);
+    store.migrate();
+    return store;
+  }
+
+  private migrate(): void {
+    this.write(() => {
+      this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+        | Raw
+        | undefined;
+      const current = row ? Number(row.value) : 0;
+      if (current > SCHEMA_VERSION) {
+        throw new Error(
+          `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
+        );
+      }
+      for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
+      this.db
+        .prepare(
+          "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        )
+        .run(String(SCHEMA_VERSION));
+    });
+  }
+
+  /** Runs `fn` in one write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. */
+  write<T>(fn: () => T): T {
+    return this.db.transaction(fn).immediate();
+  }
+
+  /** Runs `fn` against one consistent snapshot. */
+  read<T>(fn: () => T): T {
+    return this.db.transaction(fn).deferred();
+  }
+
+  close(): void {
+    this.db.close();
+  }
+
+  // ------------------------------------------------------------------ edges
+
+  insertEdge(e: Omit<EdgeRow, "seq">): void {
+    this.db
+      .prepare(
+        "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+      )
+      .run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
+  }
+
+  getEdge(kind: EdgeKind, id: string): EdgeRow | undefined {
+    const r = this.db.prepare("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as
+      | Raw
+      | undefined;
+    return r ? edgeFromRaw(r) : undefined;
+  }
+
+  /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
+  listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): EdgeRow[] {
+    const rows = this.db
+      .prepare("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+      .all(kind, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as Raw[];
+    return rows.map(edgeFromRaw);
+  }
+
+  deleteEdge(kind: EdgeKind, id: string): boolean {
+    return this.db.prepare("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ routes
+
+  insertRoute(r: Omit<RouteRow, "seq">): void {
+    try {
+      this.db
+        .prepare(
+          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .run(r.id, r.edge_id, r.match_type, r.match, r.description, r.metadata, r.created_at);
+    } catch (e) {
+      throw isUniqueViolation(e) ? new UniqueViolation() : e;
+    }
+  }
+
+  getRoute(edgeId: string, id: string): RouteRow | undefined {
+    return this.db.prepare("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
+      | RouteRow
+      | undefined;
+  }
+
+  listRoutes(edgeId: string, limit: number, beforeSeq?: number): RouteRow[] {
+    return this.db
+      .prepare("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
+      .all(edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as RouteRow[];
+  }
+
+  updateRouteFields(id: string, f: RouteFields): void {
+    try {
+      this.db
+        .prepare("UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ? WHERE id = ?")
+        .run(f.match_type, f.match, f.description, f.metadata, id);
+    } catch (e) {
+      throw isUniqueViolation(e) ? new UniqueViolation() : e;
+    }
+  }
+
+  deleteRoute(edgeId: string, id: string): boolean {
+    return this.db.prepare("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ route modules
+
+  /** Configured modules of the given routes (one query, whatever the number of stored routes). */
+  getModules(routeIds: string[]): Map<string, ModuleConfigs> {
+    const out = new Map<string, ModuleConfigs>(routeIds.map((id) => [id, {}]));
+    if (routeIds.length === 0) return out;
+    const rows = this.db
+      .prepare(
+        `SELECT route_id, name, config FROM route_modules WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
+      )
+      .all(...routeIds) as Raw[];
+    for (const r of rows) out.get(String(r.route_id))![String(r.name)] = JSON.parse(String(r.config));
+    return out;
+  }
+
+  putModule(routeId: string, name: string, config: unknown): void {
+    this.db
+      .prepare(
+        "INSERT INTO route_modules (route_id, name, config) VALUES (?, ?, ?) ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config",
+      )
+      .run(routeId, name, JSON.stringify(config));
+  }
+
+  deleteModule(routeId: string, name: string): boolean {
+    return (
+      this.db.prepare("DELETE FROM route_modules WHERE route_id = ? AND name = ?").run(routeId, name)
+        .changes > 0
+    );
+  }
+
+  getSamlCertificates(routeIds: string[]): Map<string, string> {
+    const out = new Map<string, string>();
+    if (routeIds.length === 0) return out;
+    const rows = this.db
+      .prepare(
+        `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
+      )
+      .all(...routeIds) as Raw[];
+    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
+    return out;
+  }
+
+  putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): void {
+    this.db
+      .prepare(
+        "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
+      )
+      .run(routeId, certificatePem, privateKeyPem);
+  }
+
+  // ------------------------------------------------------------------ TLS IP restriction
+
+  getTlsRestrictions(edgeIds: string[]): Map<string, unknown> {
+    const out = new Map<string, unknown>();
+    if (edgeIds.length === 0) return out;
+    const rows = this.db
+      .prepare(
+        `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
+      )
+      .all(...edgeIds) as Raw[];
+    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
+    return out;
+  }
+
+  putTlsRestriction(edgeId: string, config: unknown): void {
+    this.db
+      .prepare(
+        "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+      )
+      .run(edgeId, JSON.stringify(config));
+  }
+
+  deleteTlsRestriction(edgeId: string): boolean {
+    return this.db.prepare("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
+  }
+
+  /** Sequence number of an edge or route, for `before_id` paging. */
+  seqOf(table: "edges" | "routes", id: string): number | undefined {
+    const r = this.db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).get(id) as Raw | undefined;
+    return r ? Number(r.seq) : undefined;
+  }
+
+  /** Counts rows of every table: used by tests to prove a rejected request changed nothing. */
+  fingerprint(): string {
+    const tables = ["edges", "routes", "route_modules", "route_saml_keys", "tls_ip_restrictions"];
+    return tables
+      .map((t) => {
+        const rows = this.db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all();
+        return `${t}:${JSON.stringify(rows)}`;
+      })
+      .join("\n");
+  }
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(String(err?.message));
+}

@@ -1,0 +1,36 @@
+import { resolve } from "node:path";
+import { createEdgeApp } from "../service/app";
+import { Store } from "../service/store";
+import type { Transport } from "./index";
+
+export interface EmbeddedTransportOptions {
+  /** Data directory of the embedded database (created on first use), or ":memory:". */
+  dataDir: string;
+}
+
+/** Origin of in-process requests; Refs returned by the embedded service are built on it. */
+export const EMBEDDED_ORIGIN = "http://edge-service.embedded";
+
+// One open database and app per data directory per process: opening is not free, and one
+// connection per process keeps in-process writers serialised by the event loop.
+const apps = new Map<string, { store: Store; fetch: (req: Request) => Response | Promise<Response> }>();
+
+/** Calls the bundled service in this process: no socket, nothing to start. */
+export function embeddedTransport(opts: EmbeddedTransportOptions): Transport {
+  const key = opts.dataDir === ":memory:" ? `:memory:${apps.size}` : resolve(opts.dataDir);
+  let entry = opts.dataDir === ":memory:" ? undefined : apps.get(key);
+  if (!entry) {
+    const store = Store.open(opts.dataDir);
+    const app = createEdgeApp({ store });
+    entry = { store, fetch: (req) => app.fetch(req) };
+    apps.set(key, entry);
+  }
+  const { fetch } = entry;
+  return { baseUrl: EMBEDDED_ORIGIN, send: async (request) => fetch(request) };
+}
+
+/** Closes every embedded database opened by this process (tests, graceful exits). */
+export function closeEmbeddedStores(): void {
+  for (const { store } of apps.values()) store.close();
+  apps.clear();
+}
