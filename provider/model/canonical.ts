@@ -1,0 +1,47 @@
+/** Canonical forms: comparison that ignores key order, and minimal wire bodies. */
+import { z } from "zod";
+
+/** JSON with object keys sorted: equal values give equal strings. */
+export function stableJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) =>
+    v && typeof v === "object" && !Array.isArray(v)
+      ? Object.fromEntries(
+          Object.keys(v)
+            .sort()
+            .map((k) => [k, (v as Record<string, unknown>)[k]]),
+        )
+      : v,
+  );
+}
+
+export const deepEqual = (a: unknown, b: unknown): boolean => stableJson(a ?? null) === stableJson(b ?? null);
+
+/** The object schema inside defaults, nullables, optionals and refinements, if any. */
+function objectSchema(schema: z.ZodType): z.ZodObject | undefined {
+  let s: z.ZodType = schema;
+  for (;;) {
+    if (s instanceof z.ZodObject) return s;
+    if (s instanceof z.ZodDefault || s instanceof z.ZodNullable || s instanceof z.ZodOptional) {
+      s = s.def.innerType as z.ZodType;
+      continue;
+    }
+    return undefined;
+  }
+}
+
+/**
+ * Drops every field equal to its documented default, recursively. The result parses back to
+ * the same canonical value (omitted means default), and some canonical values are not valid
+ * requests (an unset `num_buckets` reads back as 0 but may only be sent as 1..128).
+ */
+export function minimize(schema: z.ZodType, value: unknown): unknown {
+  const obj = objectSchema(schema);
+  if (!obj || value === null || typeof value !== "object" || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) {
+    const field = obj.shape[key] as z.ZodType | undefined;
+    if (field instanceof z.ZodDefault && deepEqual(v, field.def.defaultValue)) continue;
+    out[key] = field ? minimize(field, v) : v;
+  }
+  return out;
+}

@@ -1,0 +1,77 @@
+/** The provider's `check`: the service's own schemas, failures named by Pulumi property path. */
+import type { z } from "zod";
+import { ID_PATTERN, issuesToProblems } from "../../sdk/contract";
+import { camelPath, fromWire, nonCamelKeys, toCamel, toWire } from "./case";
+import { containsUnknown, pathHitsUnknown, UNKNOWN } from "./unknown";
+
+export interface CheckFailure {
+  property: string;
+  reason: string;
+}
+
+export interface Checked {
+  /** Canonical inputs (defaults filled), or the inputs as given while some are unknown. */
+  inputs: Record<string, unknown>;
+  failures: CheckFailure[];
+}
+
+/** Inputs that are not wire fields: `edgeId` (in the path) and `adopt`. */
+export interface LocalInputs {
+  edgeId?: boolean;
+  adopt?: boolean;
+}
+
+/**
+ * Validates Pulumi-side inputs against a wire schema. Never throws and never calls the API:
+ * it runs during previews. Values still unknown in a preview are not judged.
+ */
+export function checkAgainst(schema: z.ZodType, news: Record<string, unknown>, local: LocalInputs): Checked {
+  const { __provider, edgeId, adopt, ...rest } = news;
+  const failures: CheckFailure[] = [];
+
+  if (local.edgeId) {
+    if (edgeId === undefined || edgeId === null || edgeId === "") {
+      failures.push({ property: "edgeId", reason: "edgeId is required (the id of the edge, e.g. edge.id)" });
+    } else if (edgeId !== UNKNOWN && (typeof edgeId !== "string" || !ID_PATTERN.test(edgeId))) {
+      failures.push({
+        property: "edgeId",
+        reason: "must be an edge id (1 to 64 characters from A-Z, a-z, 0-9 and _)",
+      });
+    }
+  } else if (edgeId !== undefined) {
+    failures.push({ property: "edgeId", reason: "unknown property" });
+  }
+  if (adopt !== undefined && adopt !== UNKNOWN && typeof adopt !== "boolean") {
+    failures.push({ property: "adopt", reason: "must be a boolean" });
+  }
+  if (adopt !== undefined && !local.adopt) failures.push({ property: "adopt", reason: "unknown property" });
+
+  for (const path of nonCamelKeys(rest)) {
+    failures.push({
+      property: path,
+      reason: `use camelCase property names (${toCamel(path.split(".").pop()!)})`,
+    });
+  }
+
+  const wire = toWire(rest);
+  const result = schema.safeParse(wire);
+  if (!result.success) {
+    const issues = result.error.issues
+      .filter((i) => !pathHitsUnknown(wire, i.path))
+      .map((i) => ({
+        ...i,
+        path: camelPath(i.path),
+        ...(i.code === "unrecognized_keys" ? { keys: i.keys.map(toCamel) } : {}),
+      })) as typeof result.error.issues;
+    for (const p of issuesToProblems(issues))
+      failures.push({ property: p.field || "(inputs)", reason: p.msg });
+  }
+
+  const known = !containsUnknown(rest);
+  const canonical = result.success && known ? fromWire(result.data) : rest;
+  const inputs: Record<string, unknown> = { ...canonical };
+  if (local.edgeId) inputs.edgeId = edgeId;
+  if (adopt !== undefined) inputs.adopt = adopt;
+  if (__provider !== undefined) inputs.__provider = __provider;
+  return { inputs, failures };
+}

@@ -1,0 +1,3 @@
+export * from "./edges";
+export * from "./route";
+export * from "./tls-ip-restriction";

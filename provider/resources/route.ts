@@ -1,0 +1,271 @@
+import * as pulumi from "@pulumi/pulumi";
+import { glueProviders } from "./glue";
+
+type In<T> = pulumi.Input<T>;
+type List = In<In<string>[]>;
+
+/** Every module has `enabled`: true applies it to traffic, false disables it. Omitted means true. */
+interface Module {
+  enabled?: In<boolean>;
+}
+
+/** Backend module: the backend that serves the route. */
+export interface BackendArgs extends Module {
+  /** The backend to use. */
+  backendId: In<string>;
+}
+
+/** IP restriction module. */
+export interface IpRestrictionArgs extends Module {
+  /** All IP policies used to check whether a source IP may access the route. At least one; order does not matter. */
+  ipPolicyIds: List;
+}
+
+/** Circuit breaker module. */
+export interface CircuitBreakerArgs extends Module {
+  /** Seconds to wait, after the circuit is tripped, before re-evaluating upstream health. */
+  trippedDuration?: In<number>;
+  /** Seconds of the statistical rolling window in which metrics are kept. */
+  rollingWindow?: In<number>;
+  /** Number of buckets into which metrics are kept. 1 to 128. */
+  numBuckets?: In<number>;
+  /** Requests in a rolling window that trip the circuit. Useful when traffic volume is low. */
+  volumeThreshold?: In<number>;
+  /** Error rate that trips the circuit: a fraction between 0 and 1.0, not a percentage of 100. */
+  errorThresholdPercentage?: In<number>;
+}
+
+/** Compression module. */
+export type CompressionArgs = Module;
+
+/** Request or response headers module. Header names are kept exactly as written. */
+export interface HeadersArgs extends Module {
+  /** Header name → value, injected (into the request to upstream, or the response to the client). */
+  add?: In<Record<string, In<string>>>;
+  /** Header names removed. */
+  remove?: List;
+}
+
+/** Webhook verification module. Stored as a secret. */
+export interface WebhookVerificationArgs extends Module {
+  /** The webhook provider that sends webhooks to this route (e.g. "github", "stripe", "sns"). Case-insensitive. */
+  provider: In<string>;
+  /** Secret used to validate requests from the provider. Required for every provider except "sns", where it is not allowed. */
+  secret?: In<string>;
+}
+
+/** Session settings shared by OAuth, SAML and OIDC. */
+interface SessionArgs {
+  /** When true, authentication is not enforced on HTTP OPTIONS requests (needed for CORS). */
+  optionsPassthrough?: In<boolean>;
+  /** Prefix of the session cookie. Default "edge.". */
+  cookiePrefix?: In<string>;
+  /** Seconds of inactivity after which the user must authenticate again. */
+  inactivityTimeout?: In<number>;
+  /** Seconds of maximum duration of an authenticated session. */
+  maximumDuration?: In<number>;
+}
+
+/** An OAuth identity provider. Without clientId/clientSecret the service's managed app is used. */
+export interface OAuthProviderArgs {
+  /** Client ID of your own OAuth app. Requires clientSecret. */
+  clientId?: In<string>;
+  /** Client secret of your own OAuth app. Requires clientId. */
+  clientSecret?: In<string>;
+  /** Provider-specific scopes; only with your own app. */
+  scopes?: List;
+  /** Email addresses (lowercase) of users allowed access. */
+  emailAddresses?: List;
+  /** Email domains (lowercase) of users allowed access. */
+  emailDomains?: List;
+}
+
+/** GitHub additionally filters by team and organization. */
+export interface OAuthGithubArgs extends OAuthProviderArgs {
+  /** Teams as "<org_slug>/<team_slug>"; a member of any is allowed. */
+  teams?: List;
+  /** Organization slugs; a member of any is allowed. */
+  organizations?: List;
+}
+
+/** OAuth module. Stored as a secret. Exactly one identity provider. */
+export interface OAuthArgs extends Module, SessionArgs {
+  provider: In<{
+    github?: In<OAuthGithubArgs>;
+    facebook?: In<OAuthProviderArgs>;
+    microsoft?: In<OAuthProviderArgs>;
+    google?: In<OAuthProviderArgs>;
+    linkedin?: In<OAuthProviderArgs>;
+    gitlab?: In<OAuthProviderArgs>;
+    twitch?: In<OAuthProviderArgs>;
+    amazon?: In<OAuthProviderArgs>;
+  }>;
+  /** Seconds after which user state is refreshed from the identity provider and authorization rechecked. */
+  authCheckInterval?: In<number>;
+}
+
+/** SAML module. */
+export interface SamlArgs extends Module, SessionArgs {
+  /** Full XML IdP EntityDescriptor. */
+  idpMetadata: In<string>;
+  /** When true, the IdP prompts for credentials on each login, even with a valid IdP session. */
+  forceAuthn?: In<boolean>;
+  /** When true, the IdP may start a login directly (it should set RelayState to the target URL). */
+  allowIdpInitiated?: In<boolean>;
+  /** When present, only members of one of these groups may access the route. */
+  authorizedGroups?: List;
+  /** Name identifier format expected in assertions. Default persistent. */
+  nameidFormat?: In<string>;
+}
+
+/** OIDC module. Stored as a secret. */
+export interface OidcArgs extends Module, SessionArgs {
+  /** URL of the OpenID provider: the base URL for discovery. Must be https. */
+  issuer: In<string>;
+  /** Client ID of the OIDC app (also the audience). */
+  clientId: In<string>;
+  /** Client secret of the OIDC app. */
+  clientSecret: In<string>;
+  /** Scopes requested from the identity provider. */
+  scopes?: List;
+}
+
+/** Websocket-to-TCP converter module. */
+export type WebsocketTcpConverterArgs = Module;
+
+/** User agent filter module. */
+export interface UserAgentFilterArgs extends Module {
+  allow?: List;
+  deny?: List;
+}
+
+/** Traffic policy module. */
+export interface TrafficPolicyArgs extends Module {
+  /** The traffic policy to apply to the route's traffic. */
+  value: In<string>;
+}
+
+/**
+ * A route of an HTTPS edge. A module given here is managed whole: changing any field of it
+ * replaces that module on the service (PATCH), removing it deletes it, and modules never
+ * given are left alone.
+ */
+export interface HttpsEdgeRouteArgs {
+  /** The HTTPS edge that owns the route. Changing it replaces the route. */
+  edgeId: In<string>;
+  /** How `match` selects requests: "exact_path" or "path_prefix". */
+  matchType: In<"exact_path" | "path_prefix" | (string & {})>;
+  /** Route selector: a path, a host, or a host followed by a path. */
+  match: In<string>;
+  /** Human-readable text. At most 255 bytes. */
+  description?: In<string>;
+  /** Arbitrary machine-readable user data. At most 4096 bytes. */
+  metadata?: In<string>;
+  backend?: In<BackendArgs>;
+  ipRestriction?: In<IpRestrictionArgs>;
+  circuitBreaker?: In<CircuitBreakerArgs>;
+  compression?: In<CompressionArgs>;
+  requestHeaders?: In<HeadersArgs>;
+  responseHeaders?: In<HeadersArgs>;
+  webhookVerification?: In<WebhookVerificationArgs>;
+  /** At most one of oauth, oidc and saml. Switching between them never exposes the backend unauthenticated. */
+  oauth?: In<OAuthArgs>;
+  saml?: In<SamlArgs>;
+  oidc?: In<OidcArgs>;
+  websocketTcpConverter?: In<WebsocketTcpConverterArgs>;
+  userAgentFilter?: In<UserAgentFilterArgs>;
+  trafficPolicy?: In<TrafficPolicyArgs>;
+  /**
+   * Adopt a route that already exists on the edge with the same matchType and match, instead
+   * of failing: it is brought to this configuration in place, not recreated.
+   */
+  adopt?: In<boolean>;
+}
+
+/** Output shape of a module: every field present (defaults filled). */
+type Canonical<T> = { [K in keyof T]-?: pulumi.Unwrap<T[K]> };
+
+/** The SAML module as read back: the inputs plus what the service computes. */
+export type SamlOutput = Canonical<SamlArgs> & {
+  /** Service-provider entity ID (equal to the metadata URL). */
+  entityId: string;
+  /** Public URL of the assertion consumer service. */
+  assertionConsumerServiceUrl: string;
+  /** Public URL of the single logout service. */
+  singleLogoutUrl: string;
+  /** PEM X.509 certificate of the key pair that signs SAML requests to the IdP. */
+  requestSigningCertificatePem: string;
+  /** Public URL of the service-provider metadata. */
+  metadataUrl: string;
+};
+
+/** Modules whose values hold secrets; their outputs (and inputs) are stored encrypted. */
+const SECRET_MODULES = ["webhookVerification", "oauth", "oidc"] as const;
+const MODULES = [
+  "backend",
+  "ipRestriction",
+  "circuitBreaker",
+  "compression",
+  "requestHeaders",
+  "responseHeaders",
+  "webhookVerification",
+  "oauth",
+  "saml",
+  "oidc",
+  "websocketTcpConverter",
+  "userAgentFilter",
+  "trafficPolicy",
+] as const;
+
+export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
+  declare readonly edgeId: pulumi.Output<string>;
+  /** The route's id on the service (also the resource id). */
+  declare readonly routeId: pulumi.Output<string>;
+  declare readonly matchType: pulumi.Output<string>;
+  declare readonly match: pulumi.Output<string>;
+  declare readonly description: pulumi.Output<string>;
+  declare readonly metadata: pulumi.Output<string>;
+  /** URI of the route as an API resource. */
+  declare readonly uri: pulumi.Output<string>;
+  /** RFC 3339 creation time. */
+  declare readonly createdAt: pulumi.Output<string>;
+  declare readonly backend: pulumi.Output<Canonical<BackendArgs> | null>;
+  declare readonly ipRestriction: pulumi.Output<Canonical<IpRestrictionArgs> | null>;
+  declare readonly circuitBreaker: pulumi.Output<Canonical<CircuitBreakerArgs> | null>;
+  declare readonly compression: pulumi.Output<Canonical<CompressionArgs> | null>;
+  declare readonly requestHeaders: pulumi.Output<Canonical<HeadersArgs> | null>;
+  declare readonly responseHeaders: pulumi.Output<Canonical<HeadersArgs> | null>;
+  declare readonly webhookVerification: pulumi.Output<Canonical<WebhookVerificationArgs> | null>;
+  declare readonly oauth: pulumi.Output<Canonical<OAuthArgs> | null>;
+  declare readonly saml: pulumi.Output<SamlOutput | null>;
+  declare readonly oidc: pulumi.Output<Canonical<OidcArgs> | null>;
+  declare readonly websocketTcpConverter: pulumi.Output<Canonical<WebsocketTcpConverterArgs> | null>;
+  declare readonly userAgentFilter: pulumi.Output<Canonical<UserAgentFilterArgs> | null>;
+  declare readonly trafficPolicy: pulumi.Output<Canonical<TrafficPolicyArgs> | null>;
+
+  constructor(name: string, args: HttpsEdgeRouteArgs, opts?: pulumi.CustomResourceOptions) {
+    const props: Record<string, unknown> = { description: undefined, metadata: undefined };
+    for (const m of MODULES) props[m] = undefined;
+    Object.assign(props, args, { uri: undefined, createdAt: undefined, routeId: undefined });
+    // Secrets never reach the state in plaintext, whether or not the program marked them.
+    for (const m of SECRET_MODULES) if (args?.[m] !== undefined) props[m] = pulumi.secret(args[m]);
+    super(
+      glueProviders.httpsEdgeRoute,
+      name,
+      props,
+      { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRET_MODULES] },
+      "edge",
+      "HttpsEdgeRoute",
+    );
+  }
+
+  /** Looks up an existing route by id (read-only in this stack). */
+  static get(
+    name: string,
+    id: pulumi.Input<pulumi.ID>,
+    state: { edgeId: pulumi.Input<string> },
+    opts?: pulumi.CustomResourceOptions,
+  ): HttpsEdgeRoute {
+    return new HttpsEdgeRoute(name, { edgeId: state.edgeId } as HttpsEdgeRouteArgs, { ...opts, id });
+  }
+}
