@@ -10,6 +10,7 @@ const os = require("node:os");
 const path = require("node:path");
 
 const ROOT = path.resolve(__dirname, "..");
+/** @type {string} The one pinned version (package.json); the CLI, the wrapper and @pulumi/pulumi share it. */
 const PULUMI_VERSION = require("../package.json").dependencies["@pulumi/pulumi"];
 const PULUMI_HOME = process.env.PULUMI_HOME || path.join(os.homedir(), ".pulumi");
 const PULUMI_ROOT = path.join(PULUMI_HOME, "versions", PULUMI_VERSION);

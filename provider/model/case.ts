@@ -29,14 +29,17 @@ function convert(
   return out;
 }
 
-/** Pulumi-side (camelCase) object → wire (snake_case) object. */
-export function toWire<T = Record<string, unknown>>(value: unknown): T {
-  return convert(value, [], toSnake, (p) => p.map(toSnake).join(".")) as T;
+/**
+ * Pulumi-side (camelCase) object → wire (snake_case) object. `at` is where the value sits in a
+ * route (e.g. `["requestHeaders"]` for that module alone), so header maps are recognised.
+ */
+export function toWire<T = Record<string, unknown>>(value: unknown, at: string[] = []): T {
+  return convert(value, at, toSnake, (p) => p.map(toSnake).join(".")) as T;
 }
 
-/** Wire (snake_case) object → Pulumi-side (camelCase) object. */
-export function fromWire<T = Record<string, unknown>>(value: unknown): T {
-  return convert(value, [], toCamel, (p) => p.join(".")) as T;
+/** Wire (snake_case) object → Pulumi-side (camelCase) object; `at` as for toWire, in wire names. */
+export function fromWire<T = Record<string, unknown>>(value: unknown, at: string[] = []): T {
+  return convert(value, at, toCamel, (p) => p.join(".")) as T;
 }
 
 /**

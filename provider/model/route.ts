@@ -22,7 +22,7 @@ function moduleOutput(name: RouteModuleName, value: Record<string, unknown>): Re
         ipPolicyIds: (value.ip_policies as { id: string }[]).map((r) => r.id),
       };
     default:
-      return fromWire(value);
+      return fromWire(value, [name]);
   }
 }
 

@@ -47,7 +47,7 @@ export function sameModule(name: RouteModuleName, a: unknown, b: unknown): boole
 
 /** A module's Pulumi-side canonical value → the smallest request body with the same meaning. */
 export function moduleBody(name: RouteModuleName, value: unknown): Record<string, unknown> {
-  return minimize(ROUTE_MODULES[name].request, toWire(value)) as Record<string, unknown>;
+  return minimize(ROUTE_MODULES[name].request, toWire(value, [name])) as Record<string, unknown>;
 }
 
 /** The body of a create: every configured module, each minimal. */
