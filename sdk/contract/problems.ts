@@ -30,6 +30,9 @@ export function issuesToProblems(
           msg: "unknown field (check the spelling; unknown fields are never ignored)",
         });
       }
+    } else if (issue.code === "invalid_key" && issue.issues.length > 0) {
+      // A bad map key (a header name): say what is wrong with the key, at the key's path.
+      for (const inner of issue.issues) problems.push({ field: formatPath(path), msg: inner.message });
     } else if (issue.code === "invalid_union" && issue.errors.length > 0) {
       // Report the alternative that got furthest rather than a generic "invalid input".
       const best = issue.errors.reduce((a, b) => (b.length < a.length ? b : a));

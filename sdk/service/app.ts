@@ -6,7 +6,14 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { type Context, Hono, type MiddlewareHandler } from "hono";
 import { methodNotAllowed } from "hono/method-not-allowed";
-import { ERROR_CODES, type ErrorBody, ID_PATTERN, MAX_BODY_BYTES, OPERATION_ID_HEADER } from "../contract";
+import {
+  ERROR_CODES,
+  type ErrorBody,
+  formatPath,
+  ID_PATTERN,
+  MAX_BODY_BYTES,
+  OPERATION_ID_HEADER,
+} from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
 import { EdgeService, type RequestContext } from "./service";
@@ -31,7 +38,9 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   app.use(operationIdAndLog(opts.log));
   app.use(methodNotAllowed({ app, onMethodNotAllowed: (c, allowed) => methodError(c, allowed) }));
   if (opts.apiKey !== undefined) app.use(bearerAuth(opts.apiKey));
-  if (opts.rateLimitPerMinute !== undefined) app.use(rateLimit(opts.rateLimitPerMinute));
+  if (opts.rateLimitPerMinute !== undefined) {
+    app.use(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined));
+  }
   app.use(jsonBody());
 
   const ctx = (c: Context<Env>): RequestContext => ({ baseUrl: new URL(c.req.url).origin });
@@ -156,12 +165,13 @@ const digest = (s: string) => createHash("sha256").update(s).digest();
 function bearerAuth(apiKey: string): MiddlewareHandler<Env> {
   const expected = digest(apiKey);
   return async (c, next) => {
-    const header = c.req.header("authorization") ?? "";
-    const match = /^Bearer\s+(.+)$/i.exec(header);
-    if (!match || !timingSafeEqual(digest(match[1]!.trim()), expected)) {
+    const token = bearerToken(c.req.header("authorization"));
+    if (token === undefined || !timingSafeEqual(digest(token), expected)) {
       throw new ApiError(
         "unauthorized",
-        match ? "the API key is not valid" : "missing API key: send 'Authorization: Bearer <api key>'",
+        token !== undefined
+          ? "the API key is not valid"
+          : "missing API key: send 'Authorization: Bearer <api key>'",
         { headers: { "WWW-Authenticate": "Bearer" } },
       );
     }
@@ -169,13 +179,22 @@ function bearerAuth(apiKey: string): MiddlewareHandler<Env> {
   };
 }
 
-/** Fixed one-minute windows per API key. */
-function rateLimit(perMinute: number): MiddlewareHandler<Env> {
+/** The token of an `Authorization: Bearer <token>` header (scheme case-insensitive, token trimmed). */
+function bearerToken(header: string | undefined): string | undefined {
+  return /^Bearer\s+(.+)$/i.exec(header ?? "")?.[1]?.trim();
+}
+
+/**
+ * Fixed one-minute windows per API key. The window is keyed on the verified token, never on the raw
+ * header (rewriting the header must not open a new window); without a key configured the header
+ * proves nothing, so every caller shares one window.
+ */
+function rateLimit(perMinute: number, keyed: boolean): MiddlewareHandler<Env> {
   const windows = new Map<string, { start: number; count: number }>();
   return async (c, next) => {
     const now = Date.now();
     const start = now - (now % 60_000);
-    const key = c.req.header("authorization") ?? "anonymous";
+    const key = (keyed && bearerToken(c.req.header("authorization"))) || "anonymous";
     let w = windows.get(key);
     if (!w || w.start !== start) {
       if (windows.size > 10_000) windows.clear(); // old windows are worthless; bound the memory
@@ -228,9 +247,38 @@ function jsonBody(): MiddlewareHandler<Env> {
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
       throw new ApiError("invalidBody", "the request body must be a JSON object");
     }
+    const proto = protoKeyPath(parsed);
+    if (proto) {
+      throw ApiError.invalid([
+        { field: formatPath(proto), msg: "is not allowed as a key (it cannot be stored)" },
+      ]);
+    }
     c.set("body", parsed);
     await next();
   };
+}
+
+/**
+ * Path of a "__proto__" key anywhere in a parsed body. JSON.parse keeps it as an own key, but
+ * schema parsing drops it from maps (header maps) without a word: refuse it instead.
+ * Iterative, paths built only for a hit: a body may nest far deeper than the call stack.
+ */
+function protoKeyPath(body: object): PropertyKey[] | undefined {
+  type Node = { value: object; parent?: Node; key?: PropertyKey };
+  const pending: Node[] = [{ value: body }];
+  for (let node = pending.pop(); node !== undefined; node = pending.pop()) {
+    if (Object.hasOwn(node.value, "__proto__")) {
+      const path: PropertyKey[] = ["__proto__"];
+      for (let n: Node | undefined = node; n?.key !== undefined; n = n.parent) path.push(n.key);
+      return path.reverse();
+    }
+    for (const [key, inner] of Object.entries(node.value)) {
+      if (inner !== null && typeof inner === "object") {
+        pending.push({ value: inner, parent: node, key: Array.isArray(node.value) ? Number(key) : key });
+      }
+    }
+  }
+  return undefined;
 }
 
 const tooLarge = () => new ApiError("payloadTooLarge", `the request body exceeds ${MAX_BODY_BYTES} bytes`);

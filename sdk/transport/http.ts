@@ -87,8 +87,10 @@ function retryAfterMs(value: string | null): number | undefined {
 }
 
 function errorCode(error: unknown): string {
-  const e = error as { name?: string; code?: string; cause?: { code?: string; name?: string } };
-  return e?.cause?.code ?? e?.code ?? e?.cause?.name ?? e?.name ?? "unknown";
+  const e = error as { name?: unknown; code?: unknown; cause?: { code?: unknown; name?: unknown } };
+  // String codes only: a timeout is a DOMException whose legacy numeric `code` (23) is no code of ours.
+  const found = [e?.cause?.code, e?.code, e?.cause?.name, e?.name].find((c) => typeof c === "string");
+  return (found as string | undefined) ?? "unknown";
 }
 
 function connectionError(error: unknown, baseUrl: string, code: string): Error {

@@ -1,0 +1,366 @@
+/**
+ * Shared fixtures of the service tests: the same suite runs over real HTTP (a `startServer` on an
+ * ephemeral port) and in-process (`embeddedTransport`), against a database in a temp directory.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { EdgeApiError, EdgeClient } from "../../sdk/client";
+import {
+  DEFAULT_COOKIE_PREFIX,
+  DEFAULT_NAMEID_FORMAT,
+  OPERATION_ID_HEADER,
+  type RouteModuleName,
+} from "../../sdk/contract";
+import { startServer } from "../../sdk/service/server";
+import { Store } from "../../sdk/service/store";
+import { closeEmbeddedStores, embeddedTransport, httpTransport, type Transport } from "../../sdk/transport";
+
+export function makeTempDir(label: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `edge-test-${label}-`));
+}
+
+export function removeDir(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+export interface Fixture {
+  kind: "http" | "embedded";
+  /** Origin every Ref and uri of this fixture is built on. */
+  baseUrl: string;
+  transport: Transport;
+  client: EdgeClient;
+  /** A connection to the fixture's database: `store.fingerprint()` proves rejected requests changed nothing. */
+  store: Store;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+/** The service on a real socket (port 0), spoken to through `httpTransport` without retries. */
+export async function httpFixture(): Promise<Fixture> {
+  const dataDir = makeTempDir("http");
+  const server = await startServer({ dataDir, port: 0 });
+  const transport = httpTransport({ baseUrl: server.url, retries: 0, timeoutMs: 60_000 });
+  return {
+    kind: "http",
+    baseUrl: server.url,
+    transport,
+    client: new EdgeClient(transport),
+    store: server.store,
+    dataDir,
+    async close() {
+      await server.close();
+      removeDir(dataDir);
+    },
+  };
+}
+
+/** The service in this process, through `embeddedTransport`; a second connection observes the database. */
+export async function embeddedFixture(): Promise<Fixture> {
+  const dataDir = makeTempDir("embedded");
+  const transport = embeddedTransport({ dataDir });
+  const store = Store.open(dataDir);
+  return {
+    kind: "embedded",
+    baseUrl: transport.baseUrl,
+    transport,
+    client: new EdgeClient(transport),
+    store,
+    dataDir,
+    async close() {
+      closeEmbeddedStores();
+      store.close();
+      removeDir(dataDir);
+    },
+  };
+}
+
+/** For `describe.each`: the same tests over both transports. */
+export const FIXTURES: Array<[string, () => Promise<Fixture>]> = [
+  ["over HTTP", httpFixture],
+  ["in-process (embedded transport)", embeddedFixture],
+];
+
+// ---------------------------------------------------------------- raw requests
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** Parsed body, or undefined when the body is empty or not JSON. */
+  json: any;
+}
+
+export interface RawOptions {
+  /** An object is sent as JSON; a string or bytes are sent as they are. */
+  body?: unknown;
+  /** Content-Type; default application/json when there is a body; null sends none. */
+  contentType?: string | null;
+  headers?: Record<string, string>;
+}
+
+/** Sends one request through the fixture's transport exactly as given (no client in between). */
+export async function raw(
+  transport: Transport,
+  method: string,
+  urlPath: string,
+  opts: RawOptions = {},
+): Promise<RawResponse> {
+  const headers = new Headers(opts.headers ?? {});
+  let body: BodyInit | undefined;
+  if (opts.body !== undefined) {
+    const text = typeof opts.body === "string" ? opts.body : undefined;
+    // Bytes, never a string: `new Request` would add "text/plain" to a string body by itself.
+    body = (
+      opts.body instanceof Uint8Array
+        ? opts.body
+        : new TextEncoder().encode(text ?? JSON.stringify(opts.body))
+    ) as Uint8Array<ArrayBuffer>;
+    const type = opts.contentType === undefined ? "application/json" : opts.contentType;
+    if (type !== null) headers.set("content-type", type);
+  } else if (opts.contentType) {
+    headers.set("content-type", opts.contentType);
+  }
+  const response = await transport.send(new Request(transport.baseUrl + urlPath, { method, headers, body }));
+  const text = await response.text();
+  let json: any;
+  try {
+    json = text === "" ? undefined : JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+/**
+ * Asserts the error shape of gaps.md: exactly `error_code`, `status_code`, `msg`, `details`; the
+ * operation id of the `Request-Id` header repeated in `details.operation_id`; and the field at
+ * fault (null: no field).
+ */
+export function expectErrorBody(res: RawResponse, status: number, code: string, field: string | null): void {
+  if (res.status !== status) {
+    throw new Error(`expected status ${status}, got ${res.status}: ${res.text.slice(0, 500)}`);
+  }
+  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+  const body = res.json;
+  expect(Object.keys(body).sort()).toEqual(["details", "error_code", "msg", "status_code"]);
+  expect(body.error_code).toBe(code);
+  expect(body.status_code).toBe(status);
+  expect(typeof body.msg).toBe("string");
+  expect(body.msg.length).toBeGreaterThan(0);
+  const operationId = res.headers.get(OPERATION_ID_HEADER);
+  expect(operationId).toMatch(/^op_[0-9A-Za-z]{20}$/);
+  expect(body.details.operation_id).toBe(operationId);
+  if (field === null) expect(body.details.field).toBeUndefined();
+  else expect(body.details.field).toBe(field);
+}
+
+/** Sends a request that must be rejected, asserts the error, and proves the database is unchanged. */
+export async function expectRejected(
+  fx: Pick<Fixture, "transport" | "store">,
+  method: string,
+  urlPath: string,
+  opts: RawOptions,
+  status: number,
+  code: string,
+  field: string | null,
+): Promise<RawResponse> {
+  const before = fx.store.fingerprint();
+  const res = await raw(fx.transport, method, urlPath, opts);
+  expectErrorBody(res, status, code, field);
+  expect(fx.store.fingerprint()).toBe(before);
+  return res;
+}
+
+/** Awaits a client call that must fail, and checks the EdgeApiError it fails with. */
+export async function expectApiError(
+  promise: Promise<unknown>,
+  status: number,
+  code: string,
+  field?: string,
+): Promise<EdgeApiError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught).toBeInstanceOf(EdgeApiError);
+  const err = caught as EdgeApiError;
+  expect(err.status).toBe(status);
+  expect(err.errorCode).toBe(code);
+  expect(err.field).toBe(field);
+  expect(err.operationId).toMatch(/^op_[0-9A-Za-z]{20}$/);
+  return err;
+}
+
+// ---------------------------------------------------------------- data
+
+export const ID_RE = {
+  httpsEdge: /^edghts_[0-9A-Za-z]{27}$/,
+  route: /^edghtsrt_[0-9A-Za-z]{27}$/,
+  tlsEdge: /^edgtls_[0-9A-Za-z]{27}$/,
+};
+
+let matchCounter = 0;
+/** A fresh, unique match path. */
+export const uniqueMatch = (label = "r") => `/${label}/${++matchCounter}`;
+
+export const IDP_METADATA =
+  '<?xml version="1.0" encoding="UTF-8"?>\n<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" ' +
+  'entityID="https://idp.example.com/metadata"><md:IDPSSODescriptor protocolSupportEnumeration=' +
+  '"urn:oasis:names:tc:SAML:2.0:protocol"/></md:EntityDescriptor>';
+
+const OAUTH_EMPTY_SLOTS = {
+  github: null,
+  facebook: null,
+  microsoft: null,
+  google: null,
+  linkedin: null,
+  gitlab: null,
+  twitch: null,
+  amazon: null,
+};
+
+/** Session fields of oauth / oidc / saml as they come back when omitted. */
+export const SESSION_DEFAULTS = {
+  options_passthrough: false,
+  cookie_prefix: DEFAULT_COOKIE_PREFIX,
+  inactivity_timeout: 0,
+  maximum_duration: 0,
+};
+
+/**
+ * One valid request per route module, and the exact response it must produce (defaults filled in,
+ * Refs built on `base`, SAML computed fields for `routeId`).
+ */
+export function moduleSample(
+  name: RouteModuleName,
+  base: string,
+  routeId: string,
+): { request: Record<string, unknown>; response: Record<string, unknown> } {
+  switch (name) {
+    case "backend":
+      return {
+        request: { backend_id: "bkd_primary1" },
+        response: { enabled: true, backend: { id: "bkd_primary1", uri: `${base}/backends/bkd_primary1` } },
+      };
+    case "ip_restriction":
+      return {
+        request: { enabled: false, ip_policy_ids: ["ipp_b", "ipp_a", "ipp_c"] },
+        response: {
+          enabled: false,
+          ip_policies: ["ipp_b", "ipp_a", "ipp_c"].map((id) => ({ id, uri: `${base}/ip_policies/${id}` })),
+        },
+      };
+    case "circuit_breaker":
+      return {
+        request: { tripped_duration: 30, num_buckets: 10 },
+        response: {
+          enabled: true,
+          tripped_duration: 30,
+          rolling_window: 0,
+          num_buckets: 10,
+          volume_threshold: 0,
+          error_threshold_percentage: 0,
+        },
+      };
+    case "compression":
+      return { request: {}, response: { enabled: true } };
+    case "request_headers":
+      return {
+        request: { add: { "X-Foo": "bar", "x-MiXeD-Case": "v" } },
+        response: { enabled: true, add: { "X-Foo": "bar", "x-MiXeD-Case": "v" }, remove: [] },
+      };
+    case "response_headers":
+      return {
+        request: { remove: ["Server", "X-Powered-By"] },
+        response: { enabled: true, add: {}, remove: ["Server", "X-Powered-By"] },
+      };
+    case "webhook_verification":
+      return {
+        request: { provider: "GitHub", secret: "whsec_sample" },
+        response: { enabled: true, provider: "github", secret: "whsec_sample" },
+      };
+    case "oauth":
+      return {
+        request: { provider: { github: {} } },
+        response: {
+          enabled: true,
+          provider: {
+            ...OAUTH_EMPTY_SLOTS,
+            github: {
+              client_id: "",
+              client_secret: "",
+              scopes: [],
+              email_addresses: [],
+              email_domains: [],
+              teams: [],
+              organizations: [],
+            },
+          },
+          ...SESSION_DEFAULTS,
+          auth_check_interval: 0,
+        },
+      };
+    case "saml":
+      return {
+        request: { idp_metadata: IDP_METADATA },
+        response: {
+          enabled: true,
+          ...SESSION_DEFAULTS,
+          idp_metadata: IDP_METADATA,
+          force_authn: false,
+          allow_idp_initiated: false,
+          authorized_groups: [],
+          nameid_format: DEFAULT_NAMEID_FORMAT,
+          entity_id: `${base}/saml/${routeId}/metadata`,
+          metadata_url: `${base}/saml/${routeId}/metadata`,
+          assertion_consumer_service_url: `${base}/saml/${routeId}/acs`,
+          single_logout_url: `${base}/saml/${routeId}/slo`,
+          request_signing_certificate_pem: expect.stringMatching(
+            /^-----BEGIN CERTIFICATE-----\n[\s\S]+\n-----END CERTIFICATE-----\n?$/,
+          ),
+        },
+      };
+    case "oidc":
+      return {
+        request: { issuer: "https://accounts.example.com", client_id: "cid", client_secret: "csecret" },
+        response: {
+          enabled: true,
+          ...SESSION_DEFAULTS,
+          issuer: "https://accounts.example.com",
+          client_id: "cid",
+          client_secret: "csecret",
+          scopes: [],
+        },
+      };
+    case "websocket_tcp_converter":
+      return { request: { enabled: false }, response: { enabled: false } };
+    case "user_agent_filter":
+      return {
+        request: { deny: ["curl/.*"] },
+        response: { enabled: true, allow: [], deny: ["curl/.*"] },
+      };
+    case "traffic_policy":
+      return {
+        request: { value: '{"on_http_request":[]}' },
+        response: { enabled: true, value: '{"on_http_request":[]}' },
+      };
+  }
+}
+
+/** The modules a route can carry all at once (oauth and oidc exclude saml). */
+export const COMPATIBLE_MODULES: RouteModuleName[] = [
+  "backend",
+  "ip_restriction",
+  "circuit_breaker",
+  "compression",
+  "request_headers",
+  "response_headers",
+  "webhook_verification",
+  "saml",
+  "websocket_tcp_converter",
+  "user_agent_filter",
+  "traffic_policy",
+];
