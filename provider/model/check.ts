@@ -26,6 +26,22 @@ export interface LocalInputs {
  * it runs during previews. Values still unknown in a preview are not judged.
  */
 export function checkAgainst(schema: z.ZodType, news: Record<string, unknown>, local: LocalInputs): Checked {
+  if (news === null || typeof news !== "object" || Array.isArray(news)) {
+    return { inputs: {}, failures: [{ property: "(inputs)", reason: "must be an object of properties" }] };
+  }
+  try {
+    return checkObject(schema, news, local);
+  } catch (e) {
+    // Pathological inputs (e.g. nesting deep enough to exhaust the stack) fail; they never throw.
+    const why = e instanceof Error ? e.message : String(e);
+    return {
+      inputs: { ...news },
+      failures: [{ property: "(inputs)", reason: `could not be checked: ${why}` }],
+    };
+  }
+}
+
+function checkObject(schema: z.ZodType, news: Record<string, unknown>, local: LocalInputs): Checked {
   const { __provider, edgeId, adopt, ...rest } = news;
   const failures: CheckFailure[] = [];
 
@@ -57,7 +73,8 @@ export function checkAgainst(schema: z.ZodType, news: Record<string, unknown>, l
   const result = schema.safeParse(wire);
   if (!result.success) {
     const issues = result.error.issues
-      .filter((i) => !pathHitsUnknown(wire, i.path))
+      // An unknown field is a typo whatever its value, and its object is known: always report it.
+      .filter((i) => i.code === "unrecognized_keys" || !pathHitsUnknown(wire, i.path))
       .map((i) => ({
         ...i,
         path: camelPath(i.path),

@@ -53,13 +53,28 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
       devDependencies: { typescript: require("typescript/package.json").version },
     }),
   );
-  writeFileSync(join(first, "Pulumi.yaml"), "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: true\n");
+  writeFileSync(
+    join(first, "Pulumi.yaml"),
+    "name: consumer\nruntime:\n  name: nodejs\n  options:\n    typescript: true\n",
+  );
   writeFileSync(
     join(first, "tsconfig.json"),
-    JSON.stringify({ compilerOptions: { strict: true, target: "ES2022", module: "commonjs", moduleResolution: "node10", esModuleInterop: true, skipLibCheck: true }, files: ["index.ts"] }),
+    JSON.stringify({
+      compilerOptions: {
+        strict: true,
+        target: "ES2022",
+        module: "commonjs",
+        moduleResolution: "node10",
+        esModuleInterop: true,
+        skipLibCheck: true,
+      },
+      files: ["index.ts"],
+    }),
   );
   writeFileSync(join(first, "index.ts"), PROGRAM);
-  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], { cwd: first });
+  execFileSync("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"], {
+    cwd: first,
+  });
   // Compiled JS and type declarations only.
   const installed = join(first, "node_modules", "pulumi-edge");
   expect(existsSync(join(installed, "dist", "index.d.ts"))).toBe(true);
@@ -71,8 +86,12 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   expect(existsSync(join(first, ".edge-service", "edge.db"))).toBe(true); // the embedded default
   await stack.preview({ ...quiet, expectNoChanges: true });
 
-  const deployment = (await stack.exportStack()).deployment as { resources: Array<{ type: string; outputs?: any }> };
-  const providers = deployment.resources.filter((r) => r.outputs?.__provider).map((r) => r.outputs.__provider as string);
+  const deployment = (await stack.exportStack()).deployment as {
+    resources: Array<{ type: string; outputs?: any }>;
+  };
+  const providers = deployment.resources
+    .filter((r) => r.outputs?.__provider)
+    .map((r) => r.outputs.__provider as string);
   expect(providers).toHaveLength(4);
   for (const code of providers) {
     expect(code.length).toBeLessThan(4096);
