@@ -80,7 +80,7 @@ export class EdgeService {
   listEdges(kind: "https", q: PageQuery, ctx: RequestContext): HttpsEdgeList;
   listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): TlsEdgeList;
   listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): HttpsEdgeList | TlsEdgeList {
-    const { limit, beforeSeq } = this.page(q, "edges");
+    const { limit, beforeSeq } = this.page(q, (id) => this.store.getEdge(kind, id)?.seq);
     return this.store.read(() => {
       const rows = this.store.listEdges(kind, limit + 1, beforeSeq);
       const items = rows.slice(0, limit).map((r) => this.renderEdge(r, ctx));
@@ -132,7 +132,7 @@ export class EdgeService {
   }
 
   listRoutes(edgeId: string, q: PageQuery, ctx: RequestContext): RouteList {
-    const { limit, beforeSeq } = this.page(q, "routes");
+    const { limit, beforeSeq } = this.page(q, (id) => this.store.getRoute(edgeId, id)?.seq);
     return this.store.read(() => {
       this.requireEdge("https", edgeId);
       const rows = this.store.listRoutes(edgeId, limit + 1, beforeSeq);
@@ -270,7 +270,11 @@ export class EdgeService {
     return name;
   }
 
-  private page(q: PageQuery, table: "edges" | "routes"): { limit: number; beforeSeq?: number } {
+  /** `before_id` must name an item of the same list (same edge kind, same edge). */
+  private page(
+    q: PageQuery,
+    seqOf: (id: string) => number | undefined,
+  ): { limit: number; beforeSeq?: number } {
     let limit = PAGE_LIMIT_DEFAULT;
     if (q.limit !== undefined) {
       limit = Number(q.limit);
@@ -281,8 +285,9 @@ export class EdgeService {
       }
     }
     if (q.before_id === undefined) return { limit };
-    const beforeSeq = this.store.seqOf(table, q.before_id);
-    if (beforeSeq === undefined) throw ApiError.invalid([{ field: "before_id", msg: "is not a known id" }]);
+    const beforeSeq = seqOf(q.before_id);
+    if (beforeSeq === undefined)
+      throw ApiError.invalid([{ field: "before_id", msg: "is not an id of this list" }]);
     return { limit, beforeSeq };
   }
 

@@ -287,12 +287,6 @@ export class Store {
     return this.db.prepare("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
   }
 
-  /** Sequence number of an edge or route, for `before_id` paging. */
-  seqOf(table: "edges" | "routes", id: string): number | undefined {
-    const r = this.db.prepare(`SELECT seq FROM ${table} WHERE id = ?`).get(id) as Raw | undefined;
-    return r ? Number(r.seq) : undefined;
-  }
-
   /** Counts rows of every table: used by tests to prove a rejected request changed nothing. */
   fingerprint(): string {
     const tables = ["edges", "routes", "route_modules", "route_saml_keys", "tls_ip_restrictions"];

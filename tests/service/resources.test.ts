@@ -540,6 +540,25 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
         E.validation.code,
         "before_id",
       );
+      // before_id must belong to the same list: a route of another edge, or an HTTPS edge in
+      // the TLS list, is refused rather than silently paging from somewhere else.
+      const other = await newEdge();
+      const foreign = await fx.client.createRoute(other.id, {
+        match_type: "exact_path",
+        match: "/elsewhere",
+      });
+      expectErrorBody(
+        await raw(fx.transport, "GET", `${base}?before_id=${foreign.id}`),
+        400,
+        E.validation.code,
+        "before_id",
+      );
+      expectErrorBody(
+        await raw(fx.transport, "GET", `/edges/tls?before_id=${edge.id}`),
+        400,
+        E.validation.code,
+        "before_id",
+      );
     });
   });
 
