@@ -316,7 +316,7 @@ export class EdgeService {
     if (row.kind === "https") {
       // Every route of the edge, oldest first (pages of routes are available from the routes list).
       const routes: RouteRow[] = [];
-      for (let before: number | undefined; ; ) {
+      for (let before: number | undefined; ;) {
         const batch = this.store.listRoutes(row.id, 500, before);
         routes.push(...batch);
         if (batch.length < 500) break;

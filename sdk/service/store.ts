@@ -111,8 +111,7 @@ export class Store {
     this.write(() => {
       this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
       const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
-        | Raw
-        | undefined;
+        Raw | undefined;
       const current = row ? Number(row.value) : 0;
       if (current > SCHEMA_VERSION) {
         throw new Error(
@@ -154,8 +153,7 @@ export class Store {
 
   getEdge(kind: EdgeKind, id: string): EdgeRow | undefined {
     const r = this.db.prepare("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as
-      | Raw
-      | undefined;
+      Raw | undefined;
     return r ? edgeFromRaw(r) : undefined;
   }
 
@@ -187,8 +185,7 @@ export class Store {
 
   getRoute(edgeId: string, id: string): RouteRow | undefined {
     return this.db.prepare("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
-      | RouteRow
-      | undefined;
+      RouteRow | undefined;
   }
 
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): RouteRow[] {

@@ -1,0 +1,671 @@
+/**
+ * The route planner (`planRoute`, `createBody`, `moduleBody`, `describePlan`): pure tests, no
+ * engine and no server. "Current" routes are produced the way the dynamic provider produces them
+ * (create body → stored route → response → outputs → inputs), "desired" ones through `check`.
+ */
+import { AUTH_MODULES, ROUTE_MODULE_NAMES, type RouteModuleName } from "../../sdk/contract";
+import { MODULE_PROPERTY } from "../../provider/model/route";
+import { UNKNOWN } from "../../provider/model/unknown";
+import {
+  createBody,
+  describePlan,
+  moduleBody,
+  planRoute,
+  type RoutePlan,
+  type RouteStep,
+} from "../../provider/plan/route";
+import {
+  allModulesWith,
+  applyStep,
+  createdFrom,
+  currentOf,
+  desired,
+  EDGE_ID,
+  type Inputs,
+  IDP_METADATA,
+  MODULE_MINIMAL,
+  MODULE_SAMPLES,
+  OTHER_EDGE_ID,
+  storeCreate,
+  type WireRoute,
+} from "./support";
+
+/** A step without its human-readable reason. */
+type Op = RouteStep extends infer S ? (S extends RouteStep ? Omit<S, "why"> : never) : never;
+
+/** The steps without their human-readable reasons, for exact comparison. */
+function ops(plan: RoutePlan): Op[] {
+  return plan.steps.map(({ why: _why, ...rest }) => rest as Op);
+}
+
+describe("planRoute: no change", () => {
+  test.each(AUTH_MODULES.map((m) => [m]))(
+    "a route with every module (auth: %s) read back as created",
+    (auth) => {
+      const want = desired({ description: "d", metadata: '{"k":1}', ...allModulesWith(auth) });
+      const plan = planRoute(createdFrom(want), want);
+      expect(plan).toEqual({ replaces: [], changed: [], steps: [] });
+      expect(describePlan(plan)).toEqual(["no change"]);
+    },
+  );
+
+  test("minimal modules (every field defaulted) read back as created", () => {
+    const props: Inputs = {};
+    for (const name of ROUTE_MODULE_NAMES) {
+      if (name === "oidc" || name === "saml") continue;
+      props[MODULE_PROPERTY[name]] = MODULE_MINIMAL[name];
+    }
+    const want = desired(props);
+    expect(planRoute(createdFrom(want), want)).toEqual({ replaces: [], changed: [], steps: [] });
+  });
+
+  test("a route without modules", () => {
+    const want = desired({});
+    expect(planRoute(createdFrom(want), want)).toEqual({ replaces: [], changed: [], steps: [] });
+  });
+
+  test("identical canonical inputs on both sides", () => {
+    const want = desired(allModulesWith("oidc"));
+    expect(planRoute(want, structuredClone(want))).toEqual({ replaces: [], changed: [], steps: [] });
+  });
+
+  test("ipRestriction.ipPolicyIds in another order is no change", () => {
+    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b", "ipp_c"] } }));
+    const want = desired({ ipRestriction: { ipPolicyIds: ["ipp_c", "ipp_a", "ipp_b"] } });
+    expect(planRoute(current, want)).toEqual({ replaces: [], changed: [], steps: [] });
+  });
+
+  test("ipPolicyIds order alone is no change, but another id is", () => {
+    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b"] } }));
+    const want = desired({ ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_c"] } });
+    const plan = planRoute(current, want);
+    expect(plan.changed).toEqual(["ipRestriction"]);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { ip_restriction: { ip_policy_ids: ["ipp_b", "ipp_c"] } } },
+    ]);
+  });
+
+  test("a module set to null on the desired side and absent on the current side is no change", () => {
+    const want = desired({ compression: null, backend: { backendId: "bkd_1" } });
+    const current = createdFrom(want);
+    expect(planRoute(current, { ...want, compression: null, oauth: undefined })).toEqual({
+      replaces: [],
+      changed: [],
+      steps: [],
+    });
+  });
+});
+
+describe("planRoute: changes", () => {
+  test("one inner field of one module → one patch with only that module, whole and minimal", () => {
+    const base = { ...allModulesWith("oauth"), circuitBreaker: { trippedDuration: 30, numBuckets: 10 } };
+    const current = createdFrom(desired(base));
+    const want = desired({ ...base, circuitBreaker: { trippedDuration: 30, numBuckets: 20 } });
+    const plan = planRoute(current, want);
+    expect(plan.replaces).toEqual([]);
+    expect(plan.changed).toEqual(["circuitBreaker"]);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { circuit_breaker: { tripped_duration: 30, num_buckets: 20 } } },
+    ]);
+  });
+
+  test("a module re-enabled is sent whole (enabled omitted = true)", () => {
+    const current = createdFrom(desired({ userAgentFilter: { enabled: false, allow: ["a"] } }));
+    const plan = planRoute(current, desired({ userAgentFilter: { allow: ["a"] } }));
+    expect(plan.changed).toEqual(["userAgentFilter"]);
+    expect(ops(plan)).toEqual([{ op: "patch", body: { user_agent_filter: { allow: ["a"] } } }]);
+  });
+
+  test("a module disabled is sent with enabled: false and its other fields", () => {
+    const current = createdFrom(desired({ trafficPolicy: { value: "p" } }));
+    const plan = planRoute(current, desired({ trafficPolicy: { value: "p", enabled: false } }));
+    expect(ops(plan)).toEqual([{ op: "patch", body: { traffic_policy: { enabled: false, value: "p" } } }]);
+  });
+
+  test("a module added → one patch with that module, minimal", () => {
+    const current = createdFrom(desired({ backend: { backendId: "bkd_1" } }));
+    const want = desired({ backend: { backendId: "bkd_1" }, oidc: MODULE_MINIMAL.oidc });
+    const plan = planRoute(current, want);
+    expect(plan.changed).toEqual(["oidc"]);
+    expect(ops(plan)).toEqual([
+      {
+        op: "patch",
+        body: { oidc: { issuer: "https://idp.example.com", client_id: "c", client_secret: "s" } },
+      },
+    ]);
+  });
+
+  test("header names stay verbatim in the patch body", () => {
+    const current = createdFrom(desired({ requestHeaders: { add: { "X-Old": "0" } } }));
+    const want = desired({
+      requestHeaders: {
+        add: { "X-Foo": "1", x_custom_header: "2", lowerCamelHeader: "3" },
+        remove: ["X_Gone"],
+      },
+      responseHeaders: { add: { "Content-Security-Policy": "default-src 'self'", snake_case_name: "v" } },
+    });
+    const plan = planRoute(current, want);
+    expect(plan.changed).toEqual(["requestHeaders", "responseHeaders"]);
+    expect(ops(plan)).toEqual([
+      {
+        op: "patch",
+        body: {
+          request_headers: {
+            add: { "X-Foo": "1", x_custom_header: "2", lowerCamelHeader: "3" },
+            remove: ["X_Gone"],
+          },
+          response_headers: {
+            add: { "Content-Security-Policy": "default-src 'self'", snake_case_name: "v" },
+          },
+        },
+      },
+    ]);
+  });
+
+  test("a module removed → one deleteModule step and no patch", () => {
+    const base = allModulesWith("saml");
+    const current = createdFrom(desired(base));
+    const { compression: _gone, ...rest } = base;
+    const plan = planRoute(current, desired(rest));
+    expect(plan.changed).toEqual(["compression"]);
+    expect(ops(plan)).toEqual([{ op: "deleteModule", module: "compression" }]);
+  });
+
+  test("a module removed by null is deleted too", () => {
+    const current = createdFrom(desired({ compression: {}, trafficPolicy: { value: "p" } }));
+    const plan = planRoute(current, desired({ compression: null, trafficPolicy: { value: "p" } }));
+    expect(ops(plan)).toEqual([{ op: "deleteModule", module: "compression" }]);
+  });
+
+  test("changes and removals together → one patch first, then the deletes", () => {
+    const current = createdFrom(
+      desired({ compression: {}, userAgentFilter: { deny: ["x"] }, circuitBreaker: { numBuckets: 4 } }),
+    );
+    const plan = planRoute(current, desired({ circuitBreaker: { numBuckets: 5 } }));
+    expect(plan.changed).toEqual(["circuitBreaker", "compression", "userAgentFilter"]);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { circuit_breaker: { num_buckets: 5 } } },
+      { op: "deleteModule", module: "compression" },
+      { op: "deleteModule", module: "user_agent_filter" },
+    ]);
+  });
+
+  test("description, match and matchType go into the patch with their wire names", () => {
+    const current = createdFrom(desired({ description: "old", backend: { backendId: "bkd_1" } }));
+    const want = desired({
+      description: "new",
+      match: "example.com/v2",
+      matchType: "exact_path",
+      backend: { backendId: "bkd_1" },
+    });
+    const plan = planRoute(current, want);
+    expect(plan.changed).toEqual(["matchType", "match", "description"]);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { match_type: "exact_path", match: "example.com/v2", description: "new" } },
+    ]);
+  });
+
+  test("metadata change goes into the patch", () => {
+    const current = createdFrom(desired({}));
+    const plan = planRoute(current, desired({ metadata: '{"team":"a"}' }));
+    expect(ops(plan)).toEqual([{ op: "patch", body: { metadata: '{"team":"a"}' } }]);
+  });
+
+  describe("description removed vs empty: no perpetual diff", () => {
+    const cases: Array<[string, unknown, unknown, Op[]]> = [
+      ["'' → undefined", "", undefined, []],
+      ["undefined → ''", undefined, "", []],
+      ["undefined → undefined", undefined, undefined, []],
+      ["'' → ''", "", "", []],
+      ["'text' → undefined (cleared)", "text", undefined, [{ op: "patch", body: { description: "" } }]],
+      ["'text' → ''", "text", "", [{ op: "patch", body: { description: "" } }]],
+      ["undefined → 'text'", undefined, "text", [{ op: "patch", body: { description: "text" } }]],
+    ];
+    test.each(cases)("%s", (_name, before, after, expected) => {
+      const current = { ...createdFrom(desired({})), description: before };
+      const want = { ...desired({}), description: after };
+      const plan = planRoute(current, want);
+      expect(ops(plan)).toEqual(expected);
+      expect(plan.changed).toEqual(expected.length > 0 ? ["description"] : []);
+      // After applying the plan and reading back, there is nothing left to do.
+      let route: WireRoute = storeCreate(createBody({ ...current, description: before ?? "" }));
+      for (const step of plan.steps) route = applyStep(route, step);
+      expect(planRoute(currentOf(route), want)).toEqual({ replaces: [], changed: [], steps: [] });
+    });
+  });
+
+  test("unknown values on the desired side count as changes", () => {
+    const base = { backend: { backendId: "bkd_1" }, trafficPolicy: { value: "p" }, compression: {} };
+    const current = createdFrom(desired(base));
+    const want = {
+      ...desired(base),
+      backend: { enabled: true, backendId: UNKNOWN },
+      trafficPolicy: UNKNOWN,
+      description: UNKNOWN,
+    };
+    const plan = planRoute(current, want);
+    expect(plan.replaces).toEqual([]);
+    expect(plan.changed).toEqual(["description", "backend", "trafficPolicy"]);
+  });
+
+  test("an unknown value equal in shape to the current one still counts as a change", () => {
+    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a"] } }));
+    const want = { ...desired({ ipRestriction: { ipPolicyIds: ["ipp_a"] } }) };
+    want.ipRestriction = { enabled: true, ipPolicyIds: [UNKNOWN] };
+    expect(planRoute(current, want).changed).toEqual(["ipRestriction"]);
+  });
+
+  test("edgeId change → replace, no steps", () => {
+    const want = desired({ backend: { backendId: "bkd_1" } });
+    const current = createdFrom(want);
+    const plan = planRoute(current, { ...want, edgeId: OTHER_EDGE_ID, description: "also changed" });
+    expect(plan.replaces).toEqual(["edgeId"]);
+    expect(plan.changed).toEqual(["edgeId", "description"]);
+    expect(plan.steps).toEqual([]);
+    expect(describePlan(plan)).toEqual(["replace (changed: edgeId)"]);
+  });
+
+  test("unknown edgeId → replace, no steps", () => {
+    const want = desired({});
+    const plan = planRoute(createdFrom(want), { ...want, edgeId: UNKNOWN });
+    expect(plan).toEqual({ replaces: ["edgeId"], changed: ["edgeId"], steps: [] });
+  });
+
+  test("same edgeId → no replace", () => {
+    const want = desired({ description: "x" });
+    const current = createdFrom(desired({}));
+    expect(current.edgeId).toBe(EDGE_ID);
+    expect(planRoute(current, want).replaces).toEqual([]);
+  });
+
+  test("describePlan numbers the calls", () => {
+    const current = createdFrom(desired({ compression: {}, circuitBreaker: { numBuckets: 4 } }));
+    const lines = describePlan(planRoute(current, desired({ circuitBreaker: { numBuckets: 5 } })));
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^1\. PATCH circuit_breaker: /);
+    expect(lines[1]).toMatch(/^2\. DELETE module compression: /);
+  });
+});
+
+describe("moduleBody and createBody", () => {
+  test("moduleBody keeps header names verbatim and drops defaults", () => {
+    const value = desired({ requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } } }).requestHeaders;
+    expect(moduleBody("request_headers", value)).toEqual({ add: { "X-Foo": "1", x_custom_header: "2" } });
+    const response = desired({
+      responseHeaders: { add: { X_Powered_By: "me" }, remove: ["Server"] },
+    }).responseHeaders;
+    expect(moduleBody("response_headers", response)).toEqual({
+      add: { X_Powered_By: "me" },
+      remove: ["Server"],
+    });
+  });
+
+  test("moduleBody of every full sample is its snake_case minimal form", () => {
+    const bodies = Object.fromEntries(
+      ROUTE_MODULE_NAMES.map((m) => [
+        m,
+        moduleBody(m, desired({ [MODULE_PROPERTY[m]]: MODULE_SAMPLES[m] })[MODULE_PROPERTY[m]]),
+      ]),
+    );
+    expect(bodies).toEqual({
+      backend: { backend_id: "bkd_1" },
+      ip_restriction: { ip_policy_ids: ["ipp_b", "ipp_a"] },
+      circuit_breaker: {
+        tripped_duration: 30,
+        rolling_window: 60,
+        num_buckets: 10,
+        volume_threshold: 5,
+        error_threshold_percentage: 0.5,
+      },
+      compression: { enabled: false },
+      request_headers: { add: { "X-Foo": "1", x_custom_header: "2" }, remove: ["X-Drop_Me"] },
+      response_headers: { add: { "Strict-Transport-Security": "max-age=1", X_Y: "z" }, remove: ["Server"] },
+      webhook_verification: { provider: "stripe", secret: "whsec_1" },
+      oauth: {
+        provider: {
+          github: {
+            client_id: "cid",
+            client_secret: "csec",
+            scopes: ["read:org"],
+            email_addresses: ["a@example.com"],
+            email_domains: ["example.com"],
+            teams: ["acme/ops"],
+            organizations: ["acme"],
+          },
+        },
+        options_passthrough: true,
+        cookie_prefix: "app.",
+        inactivity_timeout: 600,
+        maximum_duration: 86400,
+        auth_check_interval: 300,
+      },
+      saml: {
+        idp_metadata: IDP_METADATA,
+        force_authn: true,
+        allow_idp_initiated: true,
+        authorized_groups: ["admins"],
+        nameid_format: "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress",
+        cookie_prefix: "sso.",
+      },
+      oidc: {
+        issuer: "https://idp.example.com",
+        client_id: "oidc_client",
+        client_secret: "oidc_secret",
+        scopes: ["openid", "email"],
+        maximum_duration: 3600,
+      },
+      websocket_tcp_converter: { enabled: false },
+      user_agent_filter: { allow: ["curl/.*"], deny: ["bot"] },
+      traffic_policy: { value: "on_http_request: []" },
+    });
+  });
+
+  test("createBody: wire names, header names verbatim, defaults and empty texts left out", () => {
+    const want = desired({
+      matchType: "exact_path",
+      match: "/x",
+      backend: { backendId: "bkd_1" },
+      requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } },
+      responseHeaders: { remove: ["X-Powered-By"] },
+      compression: {},
+      oidc: MODULE_MINIMAL.oidc,
+    });
+    expect(createBody(want)).toEqual({
+      match_type: "exact_path",
+      match: "/x",
+      backend: { backend_id: "bkd_1" },
+      request_headers: { add: { "X-Foo": "1", x_custom_header: "2" } },
+      response_headers: { remove: ["X-Powered-By"] },
+      compression: {},
+      oidc: { issuer: "https://idp.example.com", client_id: "c", client_secret: "s" },
+    });
+  });
+
+  test("createBody carries description and metadata when set", () => {
+    expect(createBody(desired({ description: "d", metadata: "m" }))).toEqual({
+      match_type: "path_prefix",
+      match: "/app",
+      description: "d",
+      metadata: "m",
+    });
+  });
+
+  test("createBody of a route with every module is a valid create that reads back identical", () => {
+    const want = desired(allModulesWith("oauth"));
+    const body = createBody(want);
+    expect(Object.keys(body).sort()).toEqual(
+      ["match", "match_type", ...ROUTE_MODULE_NAMES.filter((m) => m !== "oidc" && m !== "saml")].sort(),
+    );
+    expect(planRoute(currentOf(storeCreate(body)), want).changed).toEqual([]);
+  });
+});
+
+// ---------------------------------------------------------------- fail-closed auth switches
+
+type Auth = (typeof AUTH_MODULES)[number];
+const AUTH_PROP: Record<Auth, string> = { oauth: "oauth", oidc: "oidc", saml: "saml" };
+
+/** Backend enabled and no auth module: traffic would be served unauthenticated. */
+function isOpen(route: WireRoute): boolean {
+  const backend = route.backend as { enabled: boolean } | null;
+  return backend?.enabled === true && AUTH_MODULES.every((m) => route[m] == null);
+}
+
+/** Runs the plan on a model of the service; returns every state after each step. */
+function execute(current: WireRoute, plan: RoutePlan): WireRoute[] {
+  const states: WireRoute[] = [];
+  let route = current;
+  for (const step of plan.steps) {
+    route = applyStep(route, step);
+    states.push(route);
+  }
+  return states;
+}
+
+describe("fail-closed authentication switch", () => {
+  const backendOn = { backendId: "bkd_1" };
+  const backendOff = { backendId: "bkd_1", enabled: false };
+
+  test("backend enabled, oauth → oidc: disable backend, delete oauth, set oidc with backend re-enabled", () => {
+    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+    const want = desired({ backend: backendOn, oidc: MODULE_MINIMAL.oidc });
+    const plan = planRoute(current, want);
+    expect(plan.changed).toEqual(["oauth", "oidc"]);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { backend: { backend_id: "bkd_1", enabled: false } } },
+      { op: "deleteModule", module: "oauth" },
+      {
+        op: "patch",
+        body: {
+          oidc: { issuer: "https://idp.example.com", client_id: "c", client_secret: "s" },
+          backend: { backend_id: "bkd_1" },
+        },
+      },
+    ]);
+    for (const step of plan.steps) expect(step.why.length).toBeGreaterThan(0);
+    expect(describePlan(plan).map((l) => l.slice(0, 22))).toEqual([
+      "1. PATCH backend: fail",
+      "2. DELETE module oauth",
+      "3. PATCH oidc, backend",
+    ]);
+  });
+
+  test("backend already disabled → no disabling step", () => {
+    const current = createdFrom(desired({ backend: backendOff, saml: MODULE_MINIMAL.saml }));
+    const want = desired({ backend: backendOff, oauth: MODULE_MINIMAL.oauth });
+    expect(ops(planRoute(current, want))).toEqual([
+      { op: "deleteModule", module: "saml" },
+      { op: "patch", body: { oauth: { provider: { google: {} } } } },
+    ]);
+  });
+
+  test("backend disabled now and enabled in the desired route → enabled together with the new auth", () => {
+    const current = createdFrom(desired({ backend: backendOff, oidc: MODULE_MINIMAL.oidc }));
+    const want = desired({ backend: backendOn, saml: MODULE_MINIMAL.saml });
+    expect(ops(planRoute(current, want))).toEqual([
+      { op: "deleteModule", module: "oidc" },
+      { op: "patch", body: { saml: { idp_metadata: IDP_METADATA }, backend: { backend_id: "bkd_1" } } },
+    ]);
+  });
+
+  test("desired route without backend → backend deleted after the switch, never re-enabled", () => {
+    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+    const want = desired({ oidc: MODULE_MINIMAL.oidc });
+    const plan = planRoute(current, want);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { backend: { backend_id: "bkd_1", enabled: false } } },
+      { op: "deleteModule", module: "oauth" },
+      {
+        op: "patch",
+        body: { oidc: { issuer: "https://idp.example.com", client_id: "c", client_secret: "s" } },
+      },
+      { op: "deleteModule", module: "backend" },
+    ]);
+  });
+
+  test("other changes ride in the final patch; other removals come last", () => {
+    const current = createdFrom(
+      desired({
+        description: "old",
+        backend: backendOn,
+        oauth: MODULE_MINIMAL.oauth,
+        circuitBreaker: { numBuckets: 10 },
+        compression: {},
+      }),
+    );
+    const want = desired({
+      description: "new",
+      backend: { backendId: "bkd_2" },
+      oidc: MODULE_MINIMAL.oidc,
+      circuitBreaker: { numBuckets: 20 },
+      trafficPolicy: { value: "p" },
+    });
+    const plan = planRoute(current, want);
+    expect(ops(plan)).toEqual([
+      { op: "patch", body: { backend: { backend_id: "bkd_1", enabled: false } } },
+      { op: "deleteModule", module: "oauth" },
+      {
+        op: "patch",
+        body: {
+          description: "new",
+          backend: { backend_id: "bkd_2" },
+          circuit_breaker: { num_buckets: 20 },
+          oidc: { issuer: "https://idp.example.com", client_id: "c", client_secret: "s" },
+          traffic_policy: { value: "p" },
+        },
+      },
+      { op: "deleteModule", module: "compression" },
+    ]);
+  });
+
+  test("changing the auth module in place (no switch) is one patch", () => {
+    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+    const want = desired({ backend: backendOn, oauth: MODULE_SAMPLES.oauth });
+    const plan = planRoute(current, want);
+    expect(plan.steps).toHaveLength(1);
+    expect(ops(plan)[0]).toEqual({ op: "patch", body: { oauth: moduleBody("oauth", want.oauth) } });
+  });
+
+  // ------------------------------------------------------------ generated combinations
+
+  type BackendState = "enabled" | "disabled" | "absent";
+  const backendBefore: Record<BackendState, Inputs | undefined> = {
+    enabled: backendOn,
+    disabled: backendOff,
+    absent: undefined,
+  };
+  const backendAfter: Record<string, Inputs | undefined> = {
+    enabled: backendOn,
+    "enabled, other backend": { backendId: "bkd_2" },
+    disabled: backendOff,
+    absent: undefined,
+  };
+  const authValues: Record<string, (a: Auth) => Inputs> = {
+    minimal: (a) => MODULE_MINIMAL[a],
+    full: (a) => MODULE_SAMPLES[a],
+  };
+  const extras: Record<string, [Inputs, Inputs]> = {
+    "no other change": [{}, {}],
+    "circuit breaker changed": [{ circuitBreaker: { numBuckets: 1 } }, { circuitBreaker: { numBuckets: 2 } }],
+    "compression removed": [{ compression: {} }, {}],
+    "headers added, description changed": [
+      { description: "a" },
+      { description: "b", requestHeaders: { add: { "X-Auth-Switch": "1" } } },
+    ],
+  };
+
+  interface Combo {
+    name: string;
+    before: Inputs;
+    after: Inputs;
+  }
+  function combos(auths: Array<Auth | "none">): Combo[] {
+    const out: Combo[] = [];
+    for (const a0 of auths)
+      for (const a1 of auths)
+        for (const [b0, backend0] of Object.entries(backendBefore))
+          for (const [b1, backend1] of Object.entries(backendAfter))
+            for (const [v, value] of Object.entries(authValues))
+              for (const [e, [extra0, extra1]] of Object.entries(extras)) {
+                const before: Inputs = { ...extra0 };
+                const after: Inputs = { ...extra1 };
+                if (backend0) before.backend = backend0;
+                if (backend1) after.backend = backend1;
+                if (a0 !== "none") before[AUTH_PROP[a0]] = MODULE_MINIMAL[a0];
+                if (a1 !== "none") after[AUTH_PROP[a1]] = value(a1);
+                out.push({
+                  name: `${a0} → ${a1} (${v}), backend ${b0} → ${b1}, ${e}`,
+                  before,
+                  after,
+                });
+              }
+    return out;
+  }
+
+  /** Plans, executes on the model, and checks the end state and that nothing is left to do. */
+  function run(c: Combo): { start: WireRoute; states: WireRoute[]; plan: RoutePlan } {
+    const want = desired(c.after);
+    const start = storeCreate(createBody(desired(c.before)));
+    const plan = planRoute(currentOf(start), want);
+    let states: WireRoute[];
+    try {
+      states = execute(start, plan);
+    } catch (e) {
+      throw new Error(`${c.name}: ${(e as Error).message}\n${describePlan(plan).join("\n")}`);
+    }
+    const end = states.at(-1) ?? start;
+    expect([c.name, planRoute(currentOf(end), want)]).toEqual([
+      c.name,
+      { replaces: [], changed: [], steps: [] },
+    ]);
+    return { start, states, plan };
+  }
+
+  test("3 auth modules × backend states before and after: never open after any step", () => {
+    const all = combos([...AUTH_MODULES]);
+    expect(all).toHaveLength(3 * 3 * 3 * 4 * 2 * 4);
+    let switches = 0;
+    for (const c of all) {
+      const { start, states, plan } = run(c);
+      expect([c.name, "start", isOpen(start)]).toEqual([c.name, "start", false]);
+      states.forEach((s, i) => {
+        expect([c.name, describePlan(plan)[i], isOpen(s)]).toEqual([c.name, describePlan(plan)[i], false]);
+      });
+      const switching = plan.steps.some(
+        (s) => s.op === "deleteModule" && (AUTH_MODULES as readonly string[]).includes(s.module),
+      );
+      if (switching) {
+        switches++;
+        // The old auth module goes before the new one arrives, never both at once (applyStep checks).
+        const firstStep = plan.steps[0]!;
+        const backendWasOn = (start.backend as { enabled: boolean } | null)?.enabled === true;
+        expect([c.name, firstStep.op === "patch" && "backend" in firstStep.body]).toEqual([
+          c.name,
+          backendWasOn,
+        ]);
+      }
+    }
+    // Two different auth modules in 2/3 of the combinations: every one of them is a switch.
+    expect(switches).toBe((all.length * 2) / 3);
+  });
+
+  test("with 'no auth' on either side: closed → closed is never open in between", () => {
+    const all = combos([...AUTH_MODULES, "none"]);
+    expect(all).toHaveLength(4 * 4 * 3 * 4 * 2 * 4);
+    let guarded = 0;
+    for (const c of all) {
+      const { start, states, plan } = run(c);
+      // Open at the start, or open by the user's own wish at the end: there is nothing to protect.
+      if (isOpen(start) || isOpen(states.at(-1) ?? start)) continue;
+      guarded++;
+      states.forEach((s, i) => {
+        expect([c.name, describePlan(plan)[i], isOpen(s)]).toEqual([c.name, describePlan(plan)[i], false]);
+      });
+    }
+    expect(guarded).toBeGreaterThan(all.length / 2);
+  });
+
+  test("a failure at any step leaves the route closed (every prefix of a switch plan)", () => {
+    for (const [from, to] of [
+      ["oauth", "oidc"],
+      ["oidc", "saml"],
+      ["saml", "oauth"],
+    ] as Array<[Auth, Auth]>) {
+      const start = storeCreate(createBody(desired({ backend: backendOn, [from]: MODULE_MINIMAL[from] })));
+      const plan = planRoute(currentOf(start), desired({ backend: backendOn, [to]: MODULE_MINIMAL[to] }));
+      expect(plan.steps).toHaveLength(3);
+      for (let n = 0; n <= plan.steps.length; n++) {
+        const states = execute(start, { ...plan, steps: plan.steps.slice(0, n) });
+        expect([from, to, n, isOpen(states.at(-1) ?? start)]).toEqual([from, to, n, false]);
+      }
+    }
+  });
+});
+
+// Keep the module list honest: the samples cover all 13 modules.
+test("samples cover every module", () => {
+  expect(Object.keys(MODULE_SAMPLES).sort()).toEqual([...ROUTE_MODULE_NAMES].sort());
+  expect(ROUTE_MODULE_NAMES).toHaveLength(13);
+  const names: RouteModuleName[] = Object.keys(MODULE_MINIMAL) as RouteModuleName[];
+  expect(names.sort()).toEqual([...ROUTE_MODULE_NAMES].sort());
+});
