@@ -11,10 +11,8 @@ export interface EdgeArgs {
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
-const outputOnly = { uri: undefined, createdAt: undefined };
-
-/** An HTTPS edge: holds routes (see HttpsEdgeRoute). */
-export class HttpsEdge extends pulumi.dynamic.Resource {
+/** What HTTPS and TLS edges have in common. */
+abstract class Edge extends pulumi.dynamic.Resource {
   declare readonly description: pulumi.Output<string>;
   declare readonly metadata: pulumi.Output<string>;
   declare readonly hostports: pulumi.Output<string[]>;
@@ -23,15 +21,22 @@ export class HttpsEdge extends pulumi.dynamic.Resource {
   /** RFC 3339 creation time. */
   declare readonly createdAt: pulumi.Output<string>;
 
+  protected constructor(
+    kind: "httpsEdge" | "tlsEdge",
+    type: string,
+    name: string,
+    args: EdgeArgs,
+    opts?: pulumi.CustomResourceOptions,
+  ) {
+    const props = { description: undefined, metadata: undefined, hostports: undefined, ...args };
+    super(glueProviders[kind], name, { ...props, uri: undefined, createdAt: undefined }, opts, "edge", type);
+  }
+}
+
+/** An HTTPS edge: holds routes (see HttpsEdgeRoute). */
+export class HttpsEdge extends Edge {
   constructor(name: string, args: EdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
-    super(
-      glueProviders.httpsEdge,
-      name,
-      { description: undefined, metadata: undefined, hostports: undefined, ...args, ...outputOnly },
-      opts,
-      "edge",
-      "HttpsEdge",
-    );
+    super("httpsEdge", "HttpsEdge", name, args, opts);
   }
 
   /** Looks up an existing HTTPS edge by id (read-only in this stack). */
@@ -41,22 +46,9 @@ export class HttpsEdge extends pulumi.dynamic.Resource {
 }
 
 /** A TLS edge: has one IP restriction module (see TlsEdgeIpRestriction). */
-export class TlsEdge extends pulumi.dynamic.Resource {
-  declare readonly description: pulumi.Output<string>;
-  declare readonly metadata: pulumi.Output<string>;
-  declare readonly hostports: pulumi.Output<string[]>;
-  declare readonly uri: pulumi.Output<string>;
-  declare readonly createdAt: pulumi.Output<string>;
-
+export class TlsEdge extends Edge {
   constructor(name: string, args: EdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
-    super(
-      glueProviders.tlsEdge,
-      name,
-      { description: undefined, metadata: undefined, hostports: undefined, ...args, ...outputOnly },
-      opts,
-      "edge",
-      "TlsEdge",
-    );
+    super("tlsEdge", "TlsEdge", name, args, opts);
   }
 
   /** Looks up an existing TLS edge by id (read-only in this stack). */
