@@ -13,6 +13,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /** Page size of list operations. */
 export const PAGE_LIMIT_MAX = 100;
 export const PAGE_LIMIT_DEFAULT = 100;
+/** An error answer lists at most this many problems (and counts the rest): its size stays bounded. */
+export const MAX_REPORTED_PROBLEMS = 100;
 
 /** Identifiers (path parameters, backend and IP policy ids): this character set, 1..64 long. */
 export const ID_PATTERN = /^[A-Za-z0-9_]{1,64}$/;

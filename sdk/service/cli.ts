@@ -2,12 +2,39 @@
 /**
  * edge-service serve [--port 8080] [--host 127.0.0.1] [--data ./.edge-service]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
+ * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  */
 import { parseArgs } from "node:util";
+import { embeddedTransport, httpTransport } from "../transport";
 import { startServer } from "./server";
 
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1] [--data ./.edge-service]
-                          [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]`;
+                          [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
+       edge-service request METHOD PATH [--body JSON]
+                          [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
+         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)`;
+
+/** One API call against a data directory (in-process) or a running service. */
+async function request(
+  method: string,
+  path: string,
+  opts: { body?: string; data: string; url?: string; apiKey?: string },
+) {
+  if (!path.startsWith("/")) throw new Error(`PATH must start with "/", got ${path}`);
+  const transport = opts.url
+    ? httpTransport({ baseUrl: opts.url, apiKey: opts.apiKey, retries: 2 })
+    : embeddedTransport({ dataDir: opts.data });
+  const response = await transport.send(
+    new Request(transport.baseUrl + path, {
+      method: method.toUpperCase(),
+      headers: opts.body === undefined ? {} : { "content-type": "application/json" },
+      body: opts.body,
+    }),
+  );
+  const text = await response.text();
+  if (text) console.log(text.startsWith("{") ? JSON.stringify(JSON.parse(text), null, 2) : text);
+  return response.ok ? 0 : 1;
+}
 
 async function main(argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
@@ -19,9 +46,20 @@ async function main(argv: string[]): Promise<number> {
       data: { type: "string", default: "./.edge-service" },
       "api-key": { type: "string" },
       "rate-limit": { type: "string" },
+      body: { type: "string" },
+      url: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
+  if (positionals[0] === "request" && positionals.length === 3) {
+    const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
+    return request(positionals[1]!, positionals[2]!, {
+      body: values.body,
+      data: values.data,
+      url: values.url,
+      apiKey,
+    });
+  }
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
     console.error(USAGE);
     return values.help ? 0 : 2;

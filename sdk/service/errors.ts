@@ -1,4 +1,4 @@
-import { ERROR_CODES, type ErrorKind, type Problem } from "../contract";
+import { ERROR_CODES, type ErrorKind, MAX_REPORTED_PROBLEMS, type Problem } from "../contract";
 
 /** An error the service answers with: a kind from the catalogue, a message, maybe the field(s) at fault. */
 export class ApiError extends Error {
@@ -23,8 +23,14 @@ export class ApiError extends Error {
 
   static invalid(problems: Problem[]): ApiError {
     const unknownOnly = problems.every((p) => p.msg.startsWith("unknown field"));
-    const summary = problems.map((p) => (p.field ? `${p.field}: ${p.msg}` : p.msg)).join("; ");
-    return new ApiError(unknownOnly ? "unknownField" : "validation", summary, { problems });
+    // A body of 1 MiB can hold 500 000 bad items: report the first ones and count the rest, so the
+    // answer stays small (unbounded, it was 60 MB for an 800 KB body).
+    const shown = problems.slice(0, MAX_REPORTED_PROBLEMS);
+    const more = problems.length - shown.length;
+    const summary =
+      shown.map((p) => (p.field ? `${p.field}: ${p.msg}` : p.msg)).join("; ") +
+      (more > 0 ? `; and ${more} more problems` : "");
+    return new ApiError(unknownOnly ? "unknownField" : "validation", summary, { problems: shown });
   }
 
   static notFound(what: string): ApiError {

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Drift detection end to end: start an edge service, deploy, change the route out of band over
+# HTTP (as someone with the API would), watch `pulumi preview --refresh --expect-no-changes`
+# fail naming the drift, restore it with `pulumi up --refresh`, and clean up.
+# Needs `pulumi` on PATH and a backend you are logged in to (`pulumi login --local` works).
+set -euo pipefail
+cd "$(dirname "$0")"
+stack=${STACK:-drift-demo}
+edge_service() { node "$(node -p 'require.resolve("pulumi-edge/cli")')" "$@"; } # or: npx edge-service
+
+data=$(mktemp -d)
+log=$(mktemp)
+edge_service serve --port 0 --data "$data" >"$log" 2>/dev/null &
+server=$!
+cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data" "$log"; }
+trap cleanup EXIT
+for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
+url=$(sed -n 's/^edge-service listening on \(http[^ ]*\).*/\1/p' "$log")
+echo "== edge service at $url"
+
+pulumi stack select --create "$stack" --non-interactive >/dev/null
+pulumi config set edge:baseUrl "$url" --stack "$stack"
+pulumi up --yes --skip-preview --non-interactive --stack "$stack"
+edge=$(pulumi stack output edgeId --stack "$stack")
+route=$(pulumi stack output routeId --stack "$stack")
+
+echo "== out of band: someone points the route at another backend"
+edge_service request PATCH "/edges/https/$edge/routes/$route" --url "$url" \
+  --body '{"backend": {"backend_id": "bkd_hotfix"}}' >/dev/null
+
+echo "== drift check (what CI runs): must fail and name the drift"
+if pulumi preview --refresh --expect-no-changes --diff --non-interactive --stack "$stack"; then
+  echo "drift was not detected" >&2
+  exit 1
+fi
+
+echo "== restore the declared configuration"
+pulumi up --refresh --yes --skip-preview --non-interactive --stack "$stack"
+pulumi preview --refresh --expect-no-changes --non-interactive --stack "$stack"
+echo "== no drift left"
+
+pulumi destroy --yes --skip-preview --non-interactive --stack "$stack"
+pulumi stack rm --yes --non-interactive --stack "$stack" >/dev/null

@@ -1,0 +1,2 @@
+export * from "./deploy";
+export * from "./load";

@@ -1,0 +1,194 @@
+/**
+ * Every example under examples/ runs through the real engine, offline, against the embedded
+ * service (or, for drift detection, a running edge-service), exactly as a user would run it.
+ */
+import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { quiet, recordingServer, stateExport, WORK_ROOT } from "../engine/support/harness";
+
+const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
+
+/** A copy of an example inside the repository (so its imports resolve as in a user's project). */
+function copyExample(name: string) {
+  mkdirSync(WORK_ROOT, { recursive: true });
+  const base = mkdtempSync(join(WORK_ROOT, `example-${name}-`));
+  const dir = join(base, name);
+  cpSync(join(engine.ROOT, "examples", name), dir, {
+    recursive: true,
+    filter: (src) => !/[/\\](\.edge-service|node_modules)$|Pulumi\.[^/\\]+\.yaml$/.test(src),
+  });
+  return {
+    dir,
+    stateDir: join(base, "state"),
+    cleanup: () => rmSync(base, { recursive: true, force: true }),
+  };
+}
+
+async function exampleStack(ex: { dir: string; stateDir: string }): Promise<Stack> {
+  return engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
+}
+
+test("https-route-basic: edge and route with backend, compression, headers, circuit breaker", async () => {
+  const ex = copyExample("https-route-basic");
+  try {
+    const stack = await exampleStack(ex);
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(3);
+    expect(up.outputs.circuitBreaker!.value).toEqual({
+      enabled: true,
+      trippedDuration: 30,
+      rollingWindow: 60,
+      numBuckets: 10,
+      volumeThreshold: 20,
+      errorThresholdPercentage: 0.5,
+    });
+    expect(existsSync(join(ex.dir, ".edge-service", "edge.db"))).toBe(true);
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    await stack.destroy(quiet);
+  } finally {
+    ex.cleanup();
+  }
+});
+
+test("https-route-auth: OAuth (GitHub teams/orgs), OIDC and SAML; secrets from config; SAML outputs", async () => {
+  const ex = copyExample("https-route-auth");
+  const githubSecret = "gh-example-secret-0c5e";
+  const oidcSecret = "oidc-example-secret-7d21";
+  try {
+    const stack = await exampleStack(ex);
+    await stack.setConfig("githubClientSecret", { value: githubSecret, secret: true });
+    await stack.setConfig("oidcClientSecret", { value: oidcSecret, secret: true });
+    const up = await stack.up(quiet);
+    const metadataUrl = up.outputs.samlMetadataUrl!.value as string;
+    expect(metadataUrl).toMatch(
+      /^http:\/\/edge-service\.embedded\/saml\/edghtsrt_[A-Za-z0-9]{27}\/metadata$/,
+    );
+    expect(up.outputs.samlAcsUrl!.value).toBe(metadataUrl.replace(/metadata$/, "acs"));
+    const cert = new X509Certificate(up.outputs.samlCertificate!.value as string);
+    expect(cert.verify(cert.publicKey)).toBe(true);
+    const exported = await stateExport(stack, ex.stateDir);
+    expect(exported).not.toContain(githubSecret);
+    expect(exported).not.toContain(oidcSecret);
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    await stack.destroy(quiet);
+  } finally {
+    ex.cleanup();
+  }
+});
+
+test("tls-ip-restriction: a TLS edge and its IP restriction module", async () => {
+  const ex = copyExample("tls-ip-restriction");
+  try {
+    const stack = await exampleStack(ex);
+    const up = await stack.up(quiet);
+    expect(up.outputs.allowedPolicies!.value).toEqual(["ipp_office", "ipp_ci_runners"]);
+    expect(up.outputs.enabled!.value).toBe(true);
+    await stack.setConfig("ipPolicyIds", { value: JSON.stringify(["ipp_office"]) });
+    const update = await stack.up(quiet);
+    expect(update.summary.resourceChanges?.update).toBe(1);
+    expect(update.outputs.allowedPolicies!.value).toEqual(["ipp_office"]);
+    await stack.destroy(quiet);
+  } finally {
+    ex.cleanup();
+  }
+});
+
+test("declarative: edges.yaml validated with file, line, entry and field; an edit applies exactly that change", async () => {
+  const ex = copyExample("declarative");
+  const server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-declarative-")));
+  const yamlFile = join(ex.dir, "edges.yaml");
+  const original = readFileSync(yamlFile, "utf8");
+  try {
+    const stack = await exampleStack(ex);
+    await stack.setConfig("edge:baseUrl", { value: server.url });
+    await stack.setConfig("stripeWebhookSecret", { value: "whsec_declarative_example", secret: true });
+
+    writeFileSync(
+      yamlFile,
+      original.replace("numBuckets: 10", "numBuckets: 1000").replace("provider: stripe", "provider: strype"),
+    );
+    const invalid = stack.preview(quiet);
+    await expect(invalid).rejects.toThrow(
+      /edges\.yaml:\d+:\d+: httpsEdges\.web\.routes\.api: circuitBreaker\.numBuckets: must be between 1 and 128/,
+    );
+    await expect(stack.preview(quiet)).rejects.toThrow(
+      /edges\.yaml:\d+:\d+: httpsEdges\.web\.routes\.stripe-hooks: webhookVerification\.provider: is not a supported webhook provider/,
+    );
+    expect(server.mutations()).toEqual([]);
+
+    writeFileSync(yamlFile, original);
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(7); // 2 edges, 3 routes, 1 restriction, the stack
+    const routes = up.outputs.routes!.value as Record<string, string>;
+    expect(Object.keys(routes).sort()).toEqual(["web.api", "web.site", "web.stripe-hooks"]);
+
+    writeFileSync(yamlFile, original.replace("numBuckets: 10", "numBuckets: 20"));
+    server.reset();
+    const edit = await stack.up(quiet);
+    expect(edit.summary.resourceChanges?.update).toBe(1);
+    expect(server.mutations()).toEqual([
+      {
+        method: "PATCH",
+        path: expect.stringMatching(new RegExp(`/routes/${routes["web.api"]}$`)),
+        body: { circuit_breaker: { num_buckets: 20, error_threshold_percentage: 0.25 } },
+      },
+    ]);
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    await stack.destroy(quiet);
+  } finally {
+    await server.close();
+    ex.cleanup();
+  }
+});
+
+test("drift-detection: drift-check.sh detects an out-of-band change and restores it", async () => {
+  const ex = copyExample("drift-detection");
+  try {
+    const { stdout, stderr } = await promisify(execFile)("bash", [join(ex.dir, "drift-check.sh")], {
+      env: { ...process.env, ...engine.engineEnv({ stateDir: ex.stateDir }) },
+      maxBuffer: 32 * 1024 * 1024,
+    });
+    const out = stdout + stderr;
+    expect(out).toContain("== drift check (what CI runs): must fail and name the drift");
+    expect(out).toMatch(/backendId\s*:\s*"bkd_checkout" => "bkd_hotfix"|bkd_hotfix/);
+    expect(out).toContain("== no drift left");
+  } finally {
+    ex.cleanup();
+  }
+});
+
+// The command provider plugin cannot be built offline here (see README, "The Pulumi engine,
+// offline"); the example runs when the plugin is in the plugin cache.
+const commandPlugin = (() => {
+  const dir = join(process.env.PULUMI_HOME || join(homedir(), ".pulumi"), "plugins");
+  const version = require("@pulumi/command/package.json").version;
+  return existsSync(dir) && readdirSync(dir).includes(`resource-command-v${version}`);
+})();
+(commandPlugin ? test : test.skip)(
+  "command: local.Command reads the deployed route back from the service",
+  async () => {
+    const ex = copyExample("command");
+    try {
+      const stack = await exampleStack(ex);
+      const up = await stack.up(quiet);
+      expect(up.outputs.backendSeenByService!.value).toBe("bkd_command_demo");
+      await stack.destroy(quiet);
+    } finally {
+      ex.cleanup();
+    }
+  },
+);
