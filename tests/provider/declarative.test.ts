@@ -67,7 +67,6 @@ test("unknown keys, snake_case fields and YAML syntax errors are refused with th
     expect.stringMatching(
       /^edges\.yaml:9:\d+: httpsEdges\.web\.routes\.api: backend\.backend_id: use camelCase/,
     ),
-    expect.stringMatching(/backend\.backendId/),
   ]);
   expect((await problems("httpsEdges: [\n"))[0]).toMatch(/^edges\.yaml:\d+:\d+: /);
   expect(await problems("httpsEdges:\n  web: {}\n  web: {}\n")).toEqual([
