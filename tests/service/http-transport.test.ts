@@ -1,5 +1,5 @@
 /**
- * The HTTP transport's retry rules, against a tiny local node:http stub that answers what each
+ * The HTTP transport's retry rules, against a tiny local node:http fake that answers what each
  * test scripts: Retry-After honoured on 429, 503 retried for GET and never for POST, a POST
  * retried only when it provably never reached the server (connection refused), timeouts.
  */
@@ -10,16 +10,16 @@ import { httpTransport } from "../../sdk/transport";
 
 type Reply = { status: number; headers?: Record<string, string>; body?: string } | "hang" | "reset";
 
-interface Stub {
+interface FakeServer {
   url: string;
   port: number;
-  /** Method and path of every request that reached the stub. */
+  /** Method and path of every request that reached the fake. */
   seen: string[];
   close(): Promise<void>;
 }
 
 /** Answers the scripted replies in order, then 200 `{}` forever. */
-async function startStub(replies: Reply[], port = 0): Promise<Stub> {
+async function startFakeServer(replies: Reply[], port = 0): Promise<FakeServer> {
   const seen: string[] = [];
   const script = [...replies];
   const server = http.createServer((req, res) => {
@@ -67,19 +67,19 @@ const json = (method: string, url: string, body?: unknown) =>
   });
 
 describe("httpTransport retries", () => {
-  const stubs: Stub[] = [];
-  const stub = async (replies: Reply[], port?: number) => {
-    const s = await startStub(replies, port);
-    stubs.push(s);
+  const fakes: FakeServer[] = [];
+  const fake = async (replies: Reply[], port?: number) => {
+    const s = await startFakeServer(replies, port);
+    fakes.push(s);
     return s;
   };
   afterEach(async () => {
     jest.restoreAllMocks();
-    await Promise.all(stubs.splice(0).map((s) => s.close()));
+    await Promise.all(fakes.splice(0).map((s) => s.close()));
   });
 
   it("honours Retry-After on a 429 (GET): waits, then retries once and succeeds", async () => {
-    const s = await stub([
+    const s = await fake([
       { status: 429, headers: { "retry-after": "1" }, body: '{"error_code":"ERR_EDGE_429"}' },
     ]);
     const t = httpTransport({ baseUrl: s.url, retries: 3, backoffMs: 1 });
@@ -93,7 +93,7 @@ describe("httpTransport retries", () => {
   });
 
   it("retries a POST refused with 429 (refused before any handler ran)", async () => {
-    const s = await stub([{ status: 429, headers: { "retry-after": "0" } }]);
+    const s = await fake([{ status: 429, headers: { "retry-after": "0" } }]);
     const t = httpTransport({ baseUrl: s.url, retries: 2, backoffMs: 1 });
     const res = await t.send(json("POST", `${s.url}/edges/https`, {}));
     expect(res.status).toBe(200);
@@ -101,7 +101,7 @@ describe("httpTransport retries", () => {
   });
 
   it("caps a long Retry-After at maxDelayMs", async () => {
-    const s = await stub([{ status: 429, headers: { "retry-after": "3600" } }]);
+    const s = await fake([{ status: 429, headers: { "retry-after": "3600" } }]);
     const t = httpTransport({ baseUrl: s.url, retries: 1, backoffMs: 1, maxDelayMs: 20 });
     const res = await t.send(json("GET", `${s.url}/x`));
     expect(res.status).toBe(200);
@@ -109,12 +109,12 @@ describe("httpTransport retries", () => {
   });
 
   it("retries 503 for GET (then succeeds), and returns the last 503 when retries run out", async () => {
-    const s = await stub([{ status: 503 }, { status: 503 }]);
+    const s = await fake([{ status: 503 }, { status: 503 }]);
     const t = httpTransport({ baseUrl: s.url, retries: 5, backoffMs: 1 });
     expect((await t.send(json("GET", `${s.url}/a`))).status).toBe(200);
     expect(s.seen).toEqual(["GET /a", "GET /a", "GET /a"]);
 
-    const s2 = await stub([{ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }]);
+    const s2 = await fake([{ status: 503 }, { status: 503 }, { status: 503 }, { status: 503 }]);
     const t2 = httpTransport({ baseUrl: s2.url, retries: 2, backoffMs: 1 });
     expect((await t2.send(json("GET", `${s2.url}/b`))).status).toBe(503);
     expect(s2.seen.length).toBe(3);
@@ -125,7 +125,7 @@ describe("httpTransport retries", () => {
       status: 503,
       body: '{"error_code":"ERR_BUSY","status_code":503,"msg":"busy","details":{}}',
     };
-    const s = await stub([busy, busy]);
+    const s = await fake([busy, busy]);
     const t = httpTransport({ baseUrl: s.url, retries: 5, backoffMs: 1 });
     const res = await t.send(json("POST", `${s.url}/edges/https`, {}));
     expect(res.status).toBe(503);
@@ -165,7 +165,7 @@ describe("httpTransport retries", () => {
       try {
         return await realFetch(...args);
       } catch (e) {
-        if (attempts === 1) await stub([{ status: 201, body: '{"ok":true}' }], port);
+        if (attempts === 1) await fake([{ status: 201, body: '{"ok":true}' }], port);
         throw e;
       }
     });
@@ -174,16 +174,16 @@ describe("httpTransport retries", () => {
     expect(res.status).toBe(201);
     expect(await res.json()).toEqual({ ok: true });
     expect(attempts).toBe(2);
-    expect(stubs[0]!.seen).toEqual(["POST /edges/https"]);
+    expect(fakes[0]!.seen).toEqual(["POST /edges/https"]);
   });
 
   it("a connection reset: retried for GET, not for POST (the server may have acted)", async () => {
-    const s = await stub(["reset"]);
+    const s = await fake(["reset"]);
     const t = httpTransport({ baseUrl: s.url, retries: 3, backoffMs: 1 });
     expect((await t.send(json("GET", `${s.url}/r`))).status).toBe(200);
     expect(s.seen).toEqual(["GET /r", "GET /r"]);
 
-    const s2 = await stub(["reset"]);
+    const s2 = await fake(["reset"]);
     const t2 = httpTransport({ baseUrl: s2.url, retries: 3, backoffMs: 1 });
     const err = await t2.send(json("POST", `${s2.url}/p`, {})).catch((e) => e);
     expect(err).toBeInstanceOf(Error);
@@ -192,7 +192,7 @@ describe("httpTransport retries", () => {
   });
 
   it("a timeout: retried for GET, not for POST, and reported as a timeout", async () => {
-    const s = await stub(["hang"]);
+    const s = await fake(["hang"]);
     const t = httpTransport({ baseUrl: s.url, retries: 3, backoffMs: 1, timeoutMs: 500 });
     const res = await t.send(json("GET", `${s.url}/slow`));
     expect(res.status).toBe(200);
@@ -200,7 +200,7 @@ describe("httpTransport retries", () => {
     expect(s.seen.length).toBeGreaterThanOrEqual(2);
     expect(new Set(s.seen)).toEqual(new Set(["GET /slow"]));
 
-    const s2 = await stub(["hang"]);
+    const s2 = await fake(["hang"]);
     const t2 = httpTransport({ baseUrl: s2.url, retries: 3, backoffMs: 1, timeoutMs: 500 });
     const err = await t2.send(json("POST", `${s2.url}/slow`, {})).catch((e) => e);
     expect(err).toBeInstanceOf(Error);
