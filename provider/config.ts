@@ -1,7 +1,8 @@
 /**
  * Provider configuration, read at call time (never captured into the serialized provider or
- * the state): stack config `edge:baseUrl`, `edge:apiKey` (secret), `edge:dataDir`, with the
- * environment as fallback (EDGE_API_URL, EDGE_API_KEY, EDGE_DATA_DIR).
+ * the state): stack config `edge:baseUrl`, `edge:apiKey` (secret), `edge:dataDir`,
+ * `edge:requestTimeoutMs`, with the environment as fallback (EDGE_API_URL, EDGE_API_KEY,
+ * EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS).
  */
 import { join } from "node:path";
 import { EdgeClient } from "../sdk/client";
@@ -13,6 +14,8 @@ export interface ProviderSettings {
   apiKey?: string;
   /** Data directory of the embedded service. Default `<project dir>/.edge-service`. */
   dataDir: string;
+  /** Per-attempt timeout of HTTP requests to `baseUrl`, in ms. Default: the transport's (30 s). */
+  requestTimeoutMs?: number;
 }
 
 interface StackConfig {
@@ -27,7 +30,16 @@ export function configureFromStack(config: StackConfig): void {
     baseUrl: config.get("edge:baseUrl") || undefined,
     apiKey: config.get("edge:apiKey") || undefined,
     dataDir: config.get("edge:dataDir") || undefined,
+    requestTimeoutMs: timeout(config.get("edge:requestTimeoutMs"), "edge:requestTimeoutMs"),
   };
+}
+
+function timeout(value: string | undefined, name: string): number | undefined {
+  if (!value) return undefined;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 1)
+    throw new Error(`${name} must be a positive integer (milliseconds), got "${value}"`);
+  return ms;
 }
 
 export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
@@ -36,6 +48,8 @@ export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderS
     apiKey: stack.apiKey ?? (env.EDGE_API_KEY || undefined),
     // The engine runs providers in the project directory.
     dataDir: stack.dataDir ?? (env.EDGE_DATA_DIR || join(process.cwd(), ".edge-service")),
+    requestTimeoutMs:
+      stack.requestTimeoutMs ?? timeout(env.EDGE_REQUEST_TIMEOUT_MS, "EDGE_REQUEST_TIMEOUT_MS"),
   };
 }
 
@@ -43,12 +57,22 @@ const clients = new Map<string, EdgeClient>();
 
 /** The client for the current settings (one per distinct configuration). */
 export function edgeClient(settings: ProviderSettings = currentSettings()): EdgeClient {
-  const key = JSON.stringify([settings.baseUrl, settings.apiKey, settings.baseUrl ? "" : settings.dataDir]);
+  const key = JSON.stringify([
+    settings.baseUrl,
+    settings.apiKey,
+    settings.baseUrl ? settings.requestTimeoutMs : settings.dataDir,
+  ]);
   let client = clients.get(key);
   if (!client) {
     client = new EdgeClient(
       settings.baseUrl
-        ? httpTransport({ baseUrl: settings.baseUrl, apiKey: settings.apiKey })
+        ? httpTransport({
+            baseUrl: settings.baseUrl,
+            apiKey: settings.apiKey,
+            timeoutMs: settings.requestTimeoutMs,
+            // Creates carry an Idempotency-Key: a create whose answer was lost is retried safely.
+            idempotencyKeys: true,
+          })
         : embeddedTransport({ dataDir: settings.dataDir }),
     );
     clients.set(key, client);

@@ -44,6 +44,16 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   app.use(jsonBody());
 
   const ctx = (c: Context<Env>): RequestContext => ({ baseUrl: new URL(c.req.url).origin });
+  /** The context of a create: with its `Idempotency-Key`, when the caller sent one. */
+  const createCtx = (c: Context<Env>): RequestContext => {
+    const key = c.req.header("idempotency-key");
+    if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
+      throw ApiError.invalid([
+        { field: "Idempotency-Key", msg: "must be 1 to 255 visible ASCII characters" },
+      ]);
+    }
+    return { ...ctx(c), idempotencyKey: key };
+  };
   const p = (c: Context<Env>, name: string): string => {
     const value = c.req.param(name) ?? "";
     if (!ID_PATTERN.test(value)) throw ApiError.notFound(`${name} "${value.slice(0, 80)}"`);
@@ -58,14 +68,14 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   };
 
   // HTTPS edges
-  app.post("/edges/https", (c) => c.json(service.createEdge("https", body(c), ctx(c)), 201));
+  app.post("/edges/https", (c) => c.json(service.createEdge("https", body(c), createCtx(c)), 201));
   app.get("/edges/https", (c) => c.json(service.listEdges("https", page(c), ctx(c))));
   app.get("/edges/https/:id", (c) => c.json(service.getEdge("https", p(c, "id"), ctx(c))));
   app.delete("/edges/https/:id", (c) => noContent(c, () => service.deleteEdge("https", p(c, "id"))));
 
   // Routes of an HTTPS edge
   app.post("/edges/https/:edge_id/routes", (c) =>
-    c.json(service.createRoute(p(c, "edge_id"), body(c), ctx(c)), 201),
+    c.json(service.createRoute(p(c, "edge_id"), body(c), createCtx(c)), 201),
   );
   app.get("/edges/https/:edge_id/routes", (c) =>
     c.json(service.listRoutes(p(c, "edge_id"), page(c), ctx(c))),
@@ -91,7 +101,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   );
 
   // TLS edges and their IP restriction module
-  app.post("/edges/tls", (c) => c.json(service.createEdge("tls", body(c), ctx(c)), 201));
+  app.post("/edges/tls", (c) => c.json(service.createEdge("tls", body(c), createCtx(c)), 201));
   app.get("/edges/tls", (c) => c.json(service.listEdges("tls", page(c), ctx(c))));
   app.get("/edges/tls/:id", (c) => c.json(service.getEdge("tls", p(c, "id"), ctx(c))));
   app.delete("/edges/tls/:id", (c) => noContent(c, () => service.deleteEdge("tls", p(c, "id"))));

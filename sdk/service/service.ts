@@ -2,6 +2,7 @@
  * The API's behaviour, independent of HTTP: validation against the contract, the rules of
  * gaps.md, each mutation in one transaction, rendering of stored rows into response shapes.
  */
+import { createHash } from "node:crypto";
 import type { z } from "zod";
 import {
   AUTH_MODULES,
@@ -40,7 +41,15 @@ import { createSelfSignedCertificate } from "./x509";
 /** Where the caller reached the service: every Ref and uri is built from it. */
 export interface RequestContext {
   baseUrl: string;
+  /**
+   * `Idempotency-Key` of a create: a create repeated with the same key (a client retrying after a
+   * lost answer) answers what the first one created, and creates nothing more.
+   */
+  idempotencyKey?: string;
 }
+
+/** How long an idempotency key is remembered. */
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export interface PageQuery {
   limit?: string;
@@ -65,10 +74,12 @@ export class EdgeService {
   createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): HttpsEdge | TlsEdge {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
-    return this.store.write(() => {
-      this.store.insertEdge(row);
-      return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
-    });
+    return this.store.write(() =>
+      this.once(ctx, `POST /edges/${kind} ${JSON.stringify(body)}`, () => {
+        this.store.insertEdge(row);
+        return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
+      }),
+    );
   }
 
   getEdge(kind: "https", id: string, ctx: RequestContext): HttpsEdge;
@@ -107,24 +118,26 @@ export class EdgeService {
     const modules = pickModules(input);
     assertOneAuthModule(modules, Object.keys(modules));
     const id = newId("route");
-    return this.store.write(() => {
-      this.requireEdge("https", edgeId);
-      try {
-        this.store.insertRoute({
-          id,
-          edge_id: edgeId,
-          match_type,
-          match,
-          description,
-          metadata,
-          created_at: now(),
-        });
-      } catch (e) {
-        throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
-      }
-      this.storeModules(id, modules);
-      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
-    });
+    return this.store.write(() =>
+      this.once(ctx, `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, () => {
+        this.requireEdge("https", edgeId);
+        try {
+          this.store.insertRoute({
+            id,
+            edge_id: edgeId,
+            match_type,
+            match,
+            description,
+            metadata,
+            created_at: now(),
+          });
+        } catch (e) {
+          throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
+        }
+        this.storeModules(id, modules);
+        return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+      }),
+    );
   }
 
   getRoute(edgeId: string, id: string, ctx: RequestContext): Route {
@@ -251,6 +264,36 @@ export class EdgeService {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /**
+   * Runs a create once per idempotency key (inside the caller's write transaction, so that the
+   * create and the memory of it commit together): a repeat with the same key and request answers
+   * the first answer; the same key with another request is refused.
+   */
+  private once<T>(ctx: RequestContext, request: string, create: () => T): T {
+    const key = ctx.idempotencyKey;
+    if (key === undefined) return create();
+    const digest = createHash("sha256").update(request).digest("base64");
+    const seen = this.store.getIdempotent(key);
+    if (seen) {
+      if (seen.request !== digest) {
+        throw ApiError.invalid([
+          { field: "Idempotency-Key", msg: "was already used for a different request" },
+        ]);
+      }
+      return JSON.parse(seen.response) as T;
+    }
+    const result = create();
+    const at = Date.now();
+    this.store.putIdempotent(
+      key,
+      digest,
+      JSON.stringify(result),
+      new Date(at).toISOString(),
+      new Date(at - IDEMPOTENCY_TTL_MS).toISOString(),
+    );
+    return result;
+  }
 
   private requireEdge(kind: EdgeKind, id: string): EdgeRow {
     const edge = this.store.getEdge(kind, id);

@@ -47,6 +47,14 @@ const MIGRATIONS: string[] = [
      edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
      config TEXT NOT NULL
    );`,
+  // Idempotency keys of creates: a retried POST answers what the first one created (reliability).
+  `CREATE TABLE idempotency_keys (
+     key TEXT PRIMARY KEY,
+     request TEXT NOT NULL,
+     response TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -84,6 +92,7 @@ const edgeFromRaw = (r: Raw): EdgeRow => ({
 
 export class Store {
   private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
   readonly location: string;
 
   private constructor(db: Database.Database, location: string) {
@@ -110,8 +119,7 @@ export class Store {
   private migrate(): void {
     this.write(() => {
       this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      const row = this.db.prepare("SELECT value FROM meta WHERE key = 'schema_version'").get() as
-        Raw | undefined;
+      const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
       const current = row ? Number(row.value) : 0;
       if (current > SCHEMA_VERSION) {
         throw new Error(
@@ -119,12 +127,24 @@ export class Store {
         );
       }
       for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
-      this.db
-        .prepare(
-          "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        )
-        .run(String(SCHEMA_VERSION));
+      this.sql(
+        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ).run(String(SCHEMA_VERSION));
     });
+  }
+
+  /**
+   * The statement for `source`, prepared once per connection and reused: preparing costs several
+   * times more than running these small queries, and every statement left to the garbage
+   * collector holds native memory until it is finalized.
+   */
+  private sql(source: string): Database.Statement {
+    let statement = this.statements.get(source);
+    if (statement === undefined) {
+      statement = this.db.prepare(source);
+      this.statements.set(source, statement);
+    }
+    return statement;
   }
 
   /** Runs `fn` in one write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. */
@@ -144,68 +164,71 @@ export class Store {
   // ------------------------------------------------------------------ edges
 
   insertEdge(e: Omit<EdgeRow, "seq">): void {
-    this.db
-      .prepare(
-        "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-      )
-      .run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
+    this.sql(
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
   }
 
   getEdge(kind: EdgeKind, id: string): EdgeRow | undefined {
-    const r = this.db.prepare("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as
-      Raw | undefined;
+    const r = this.sql("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as Raw | undefined;
     return r ? edgeFromRaw(r) : undefined;
   }
 
   /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
   listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): EdgeRow[] {
-    const rows = this.db
-      .prepare("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
-      .all(kind, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as Raw[];
+    const rows = this.sql("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+      kind,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    ) as Raw[];
     return rows.map(edgeFromRaw);
   }
 
   deleteEdge(kind: EdgeKind, id: string): boolean {
-    return this.db.prepare("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
+    return this.sql("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
   }
 
   // ------------------------------------------------------------------ routes
 
   insertRoute(r: Omit<RouteRow, "seq">): void {
     try {
-      this.db
-        .prepare(
-          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .run(r.id, r.edge_id, r.match_type, r.match, r.description, r.metadata, r.created_at);
+      this.sql(
+        "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+      ).run(r.id, r.edge_id, r.match_type, r.match, r.description, r.metadata, r.created_at);
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
   }
 
   getRoute(edgeId: string, id: string): RouteRow | undefined {
-    return this.db.prepare("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
+    return this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
       RouteRow | undefined;
   }
 
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): RouteRow[] {
-    return this.db
-      .prepare("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?")
-      .all(edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit) as RouteRow[];
+    return this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+      edgeId,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    ) as RouteRow[];
   }
 
   updateRouteFields(id: string, f: RouteFields): void {
     try {
-      this.db
-        .prepare("UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ? WHERE id = ?")
-        .run(f.match_type, f.match, f.description, f.metadata, id);
+      this.sql("UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ? WHERE id = ?").run(
+        f.match_type,
+        f.match,
+        f.description,
+        f.metadata,
+        id,
+      );
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
   }
 
   deleteRoute(edgeId: string, id: string): boolean {
-    return this.db.prepare("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
+    return this.sql("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
   }
 
   // ------------------------------------------------------------------ route modules
@@ -214,48 +237,39 @@ export class Store {
   getModules(routeIds: string[]): Map<string, ModuleConfigs> {
     const out = new Map<string, ModuleConfigs>(routeIds.map((id) => [id, {}]));
     if (routeIds.length === 0) return out;
-    const rows = this.db
-      .prepare(
-        `SELECT route_id, name, config FROM route_modules WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-      )
-      .all(...routeIds) as Raw[];
+    const rows = this.sql(
+      `SELECT route_id, name, config FROM route_modules WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
+    ).all(...routeIds) as Raw[];
     for (const r of rows) out.get(String(r.route_id))![String(r.name)] = JSON.parse(String(r.config));
     return out;
   }
 
   putModule(routeId: string, name: string, config: unknown): void {
-    this.db
-      .prepare(
-        "INSERT INTO route_modules (route_id, name, config) VALUES (?, ?, ?) ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config",
-      )
-      .run(routeId, name, JSON.stringify(config));
+    this.sql(
+      "INSERT INTO route_modules (route_id, name, config) VALUES (?, ?, ?) ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config",
+    ).run(routeId, name, JSON.stringify(config));
   }
 
   deleteModule(routeId: string, name: string): boolean {
     return (
-      this.db.prepare("DELETE FROM route_modules WHERE route_id = ? AND name = ?").run(routeId, name)
-        .changes > 0
+      this.sql("DELETE FROM route_modules WHERE route_id = ? AND name = ?").run(routeId, name).changes > 0
     );
   }
 
   getSamlCertificates(routeIds: string[]): Map<string, string> {
     const out = new Map<string, string>();
     if (routeIds.length === 0) return out;
-    const rows = this.db
-      .prepare(
-        `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-      )
-      .all(...routeIds) as Raw[];
+    const rows = this.sql(
+      `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
+    ).all(...routeIds) as Raw[];
     for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
     return out;
   }
 
   putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): void {
-    this.db
-      .prepare(
-        "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
-      )
-      .run(routeId, certificatePem, privateKeyPem);
+    this.sql(
+      "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
+    ).run(routeId, certificatePem, privateKeyPem);
   }
 
   // ------------------------------------------------------------------ TLS IP restriction
@@ -263,25 +277,45 @@ export class Store {
   getTlsRestrictions(edgeIds: string[]): Map<string, unknown> {
     const out = new Map<string, unknown>();
     if (edgeIds.length === 0) return out;
-    const rows = this.db
-      .prepare(
-        `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
-      )
-      .all(...edgeIds) as Raw[];
+    const rows = this.sql(
+      `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
+    ).all(...edgeIds) as Raw[];
     for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
     return out;
   }
 
   putTlsRestriction(edgeId: string, config: unknown): void {
-    this.db
-      .prepare(
-        "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-      )
-      .run(edgeId, JSON.stringify(config));
+    this.sql(
+      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+    ).run(edgeId, JSON.stringify(config));
   }
 
   deleteTlsRestriction(edgeId: string): boolean {
-    return this.db.prepare("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
+    return this.sql("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ idempotency keys
+
+  getIdempotent(key: string): { request: string; response: string } | undefined {
+    return this.sql("SELECT request, response FROM idempotency_keys WHERE key = ?").get(key) as
+      { request: string; response: string } | undefined;
+  }
+
+  /** Remembers the answer to a create; forgets keys older than `forgetBefore` (ISO time). */
+  putIdempotent(
+    key: string,
+    request: string,
+    response: string,
+    createdAt: string,
+    forgetBefore: string,
+  ): void {
+    this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(forgetBefore);
+    this.sql("INSERT INTO idempotency_keys (key, request, response, created_at) VALUES (?, ?, ?, ?)").run(
+      key,
+      request,
+      response,
+      createdAt,
+    );
   }
 
   /** Counts rows of every table: used by tests to prove a rejected request changed nothing. */
@@ -289,7 +323,7 @@ export class Store {
     const tables = ["edges", "routes", "route_modules", "route_saml_keys", "tls_ip_restrictions"];
     return tables
       .map((t) => {
-        const rows = this.db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all();
+        const rows = this.sql(`SELECT * FROM ${t} ORDER BY 1, 2`).all();
         return `${t}:${JSON.stringify(rows)}`;
       })
       .join("\n");

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { Transport } from "./index";
 
 export interface HttpTransportOptions {
@@ -13,6 +14,12 @@ export interface HttpTransportOptions {
   backoffMs?: number;
   /** Longest wait between attempts, whatever Retry-After says. Default 30 s. */
   maxDelayMs?: number;
+  /**
+   * Send every POST with a fresh `Idempotency-Key` (kept across its retries). The bundled service
+   * then answers a repeated create with what the first one created, so a POST carrying a key is
+   * retried like any other request. Default false.
+   */
+  idempotencyKeys?: boolean;
 }
 
 const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
@@ -25,7 +32,8 @@ const MAYBE_SENT = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CL
  * fetch to a running service, with the bearer key, a per-request timeout, and retries with
  * exponential backoff and jitter on 429/502/503/504 and connection errors, honouring
  * Retry-After. A POST (create) is retried only when it provably never reached the server:
- * connection refused, or a 429 (refused before any handler ran).
+ * connection refused, or a 429 (refused before any handler ran) — unless it carries an
+ * `Idempotency-Key` (see `idempotencyKeys`): then a repeat cannot create twice.
  */
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
@@ -38,10 +46,14 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
   return {
     baseUrl,
     async send(request) {
-      const isCreate = request.method === "POST";
       const body = request.body ? await request.arrayBuffer() : undefined;
       const headers = new Headers(request.headers);
       if (opts.apiKey) headers.set("authorization", `Bearer ${opts.apiKey}`);
+      if (request.method === "POST" && opts.idempotencyKeys && !headers.has("idempotency-key")) {
+        headers.set("idempotency-key", randomUUID());
+      }
+      // A create may be repeated only when the server can tell the repeat from a new create.
+      const isCreate = request.method === "POST" && !headers.has("idempotency-key");
       const target = request.url; // built by the client on baseUrl, path prefix included
 
       for (let attempt = 0; ; attempt++) {
