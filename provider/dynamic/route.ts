@@ -30,9 +30,28 @@ async function findByMatch(edgeId: string, matchType: string, match: string): Pr
   return undefined;
 }
 
+const isObject = (v: unknown): v is Props => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/**
+ * The API reads an unset circuitBreaker.numBuckets back as 0 but refuses 0 in requests, so canonical
+ * inputs hold 0 for "unset". The engine hands those back to check (ignoreChanges puts the old inputs'
+ * value into the news): there, a 0 the old inputs also hold means "unset". A 0 the program writes
+ * on a route that has buckets set is still refused.
+ */
+function unsetBucketsKept(olds: Props, news: Props): Props {
+  const cb = isObject(news) ? news.circuitBreaker : undefined;
+  const old = isObject(olds) ? olds.circuitBreaker : undefined;
+  if (!isObject(cb) || cb.numBuckets !== 0 || !isObject(old) || old.numBuckets !== 0) return news;
+  const { numBuckets: _unset, ...rest } = cb;
+  return { ...news, circuitBreaker: rest };
+}
+
 export const routeProvider: dynamic.ResourceProvider = {
-  async check(_olds: Props, news: Props) {
-    const checked = checkAgainst(routeCreateSchema, news, { edgeId: true, adopt: true });
+  async check(olds: Props, news: Props) {
+    const checked = checkAgainst(routeCreateSchema, unsetBucketsKept(olds, news), {
+      edgeId: true,
+      adopt: true,
+    });
     const auth = AUTH_MODULES.map((m) => MODULE_PROPERTY[m]).filter((p) => checked.inputs[p] != null);
     if (auth.length > 1) {
       checked.failures.push({

@@ -229,19 +229,19 @@ export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
   declare readonly uri: pulumi.Output<string>;
   /** RFC 3339 creation time. */
   declare readonly createdAt: pulumi.Output<string>;
-  declare readonly backend: pulumi.Output<Canonical<BackendArgs> | null>;
-  declare readonly ipRestriction: pulumi.Output<Canonical<IpRestrictionArgs> | null>;
-  declare readonly circuitBreaker: pulumi.Output<Canonical<CircuitBreakerArgs> | null>;
-  declare readonly compression: pulumi.Output<Canonical<CompressionArgs> | null>;
-  declare readonly requestHeaders: pulumi.Output<Canonical<HeadersArgs> | null>;
-  declare readonly responseHeaders: pulumi.Output<Canonical<HeadersArgs> | null>;
-  declare readonly webhookVerification: pulumi.Output<Canonical<WebhookVerificationArgs> | null>;
-  declare readonly oauth: pulumi.Output<Canonical<OAuthArgs> | null>;
-  declare readonly saml: pulumi.Output<SamlOutput | null>;
-  declare readonly oidc: pulumi.Output<Canonical<OidcArgs> | null>;
-  declare readonly websocketTcpConverter: pulumi.Output<Canonical<WebsocketTcpConverterArgs> | null>;
-  declare readonly userAgentFilter: pulumi.Output<Canonical<UserAgentFilterArgs> | null>;
-  declare readonly trafficPolicy: pulumi.Output<Canonical<TrafficPolicyArgs> | null>;
+  declare readonly backend: pulumi.Output<Canonical<BackendArgs> | undefined>;
+  declare readonly ipRestriction: pulumi.Output<Canonical<IpRestrictionArgs> | undefined>;
+  declare readonly circuitBreaker: pulumi.Output<Canonical<CircuitBreakerArgs> | undefined>;
+  declare readonly compression: pulumi.Output<Canonical<CompressionArgs> | undefined>;
+  declare readonly requestHeaders: pulumi.Output<Canonical<HeadersArgs> | undefined>;
+  declare readonly responseHeaders: pulumi.Output<Canonical<HeadersArgs> | undefined>;
+  declare readonly webhookVerification: pulumi.Output<Canonical<WebhookVerificationArgs> | undefined>;
+  declare readonly oauth: pulumi.Output<Canonical<OAuthArgs> | undefined>;
+  declare readonly saml: pulumi.Output<SamlOutput | undefined>;
+  declare readonly oidc: pulumi.Output<Canonical<OidcArgs> | undefined>;
+  declare readonly websocketTcpConverter: pulumi.Output<Canonical<WebsocketTcpConverterArgs> | undefined>;
+  declare readonly userAgentFilter: pulumi.Output<Canonical<UserAgentFilterArgs> | undefined>;
+  declare readonly trafficPolicy: pulumi.Output<Canonical<TrafficPolicyArgs> | undefined>;
 
   constructor(name: string, args: HttpsEdgeRouteArgs, opts?: pulumi.CustomResourceOptions) {
     const props: Record<string, unknown> = { description: undefined, metadata: undefined };
