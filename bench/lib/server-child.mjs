@@ -1,0 +1,126 @@
+// A server in its own process (so that the load generator and the server do not share one
+// event loop), driven over IPC by the parent:
+//   { cmd: "edge", dataDir, seed }          the bundled service (startServer) with `seed` routes
+//   { cmd: "floor", body }                  a bare node:http server answering a fixed JSON body
+//   { cmd: "hono", body }                   the same through Hono on @hono/node-server (no service)
+//   { cmd: "memory" }                       memory after a full GC (run with --expose-gc)
+//   { cmd: "direct", op, n }                median µs of in-process EdgeService calls (no HTTP)
+//   { cmd: "close" }
+import { Buffer } from "node:buffer";
+import { performance } from "node:perf_hooks";
+import http from "node:http";
+import { createRequire } from "node:module";
+import { routeBody } from "./shapes.mjs";
+
+const require = createRequire(import.meta.url);
+const { startServer } = require("../../dist/sdk/service/server.js");
+const { EdgeService } = require("../../dist/sdk/service/service.js");
+const { serve } = require("@hono/node-server");
+const { Hono } = require("hono");
+
+let state;
+
+function memory() {
+  globalThis.gc?.();
+  globalThis.gc?.();
+  const m = process.memoryUsage();
+  return { rssMiB: m.rss / 2 ** 20, heapUsedMiB: m.heapUsed / 2 ** 20, externalMiB: m.external / 2 ** 20 };
+}
+
+async function startEdge({ dataDir, seed }) {
+  const server = await startServer({ dataDir, port: 0 });
+  const service = new EdgeService(server.store);
+  const ctx = { baseUrl: server.url };
+  const edge = service.createEdge(
+    "https",
+    { description: "bench", hostports: ["bench.example.com:443"] },
+    ctx,
+  );
+  const started = performance.now();
+  const routeIds = [];
+  for (let i = 0; i < seed; i++) routeIds.push(service.createRoute(edge.id, routeBody(i), ctx).id);
+  const seedSeconds = (performance.now() - started) / 1000;
+  state = { server, service, ctx, edgeId: edge.id, routeIds, toggle: 0 };
+  return { url: server.url, edgeId: edge.id, routeIds, seedSeconds, memory: memory() };
+}
+
+async function startFloor({ body }) {
+  const payload = Buffer.from(body);
+  const server = http.createServer((req, res) => {
+    // Drain any request body, then answer the same bytes every time.
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": payload.length });
+      res.end(payload);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  state = {
+    server: { close: () => new Promise((resolve) => server.close(resolve)) },
+    closeAll: () => server.closeAllConnections(),
+  };
+  return { url: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** The framework alone: Hono on @hono/node-server answering the same bytes, no middleware, no service. */
+async function startHono({ body }) {
+  const app = new Hono();
+  app.get("*", (c) => c.body(body, 200, { "content-type": "application/json" }));
+  const server = await new Promise((resolve) => {
+    const s = serve({ fetch: app.fetch, hostname: "127.0.0.1", port: 0 }, () => resolve(s));
+  });
+  state = {
+    server: { close: () => new Promise((resolve) => server.close(resolve)) },
+    closeAll: () => server.closeAllConnections(),
+  };
+  return { url: `http://127.0.0.1:${server.address().port}` };
+}
+
+/** Median µs of one in-process service operation over `n` calls on random stored routes. */
+function direct({ op, n }) {
+  const { service, ctx, edgeId, routeIds } = state;
+  const pick = (i) => routeIds[(i * 7919) % routeIds.length];
+  const run = {
+    get: (i) => service.getRoute(edgeId, pick(i), ctx),
+    patch: (i) =>
+      service.updateRoute(
+        edgeId,
+        pick(i),
+        { circuit_breaker: { num_buckets: (state.toggle++ % 2) + 10 } },
+        ctx,
+      ),
+    list: () => service.listRoutes(edgeId, { limit: "10" }, ctx),
+  }[op];
+  for (let i = 0; i < 100; i++) run(i);
+  const times = [];
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    run(i);
+    times.push((performance.now() - t0) * 1000);
+  }
+  times.sort((a, b) => a - b);
+  return {
+    medianMicros: times[Math.floor(times.length / 2)],
+    p99Micros: times[Math.floor(times.length * 0.99)],
+  };
+}
+
+process.on("message", async (msg) => {
+  try {
+    let reply;
+    if (msg.cmd === "edge") reply = await startEdge(msg);
+    else if (msg.cmd === "floor") reply = await startFloor(msg);
+    else if (msg.cmd === "hono") reply = await startHono(msg);
+    else if (msg.cmd === "memory") reply = memory();
+    else if (msg.cmd === "direct") reply = direct(msg);
+    else if (msg.cmd === "close") {
+      state?.closeAll?.();
+      await state?.server.close();
+      reply = {};
+    }
+    process.send({ ok: true, reply });
+    if (msg.cmd === "close") process.disconnect();
+  } catch (e) {
+    process.send({ ok: false, error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+  }
+});

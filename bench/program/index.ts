@@ -1,0 +1,40 @@
+// The benchmark program: one HTTPS edge and `routes` routes with several modules each. With
+// `mode: floor` the same resources are served by a dynamic provider that does nothing (see
+// floor.ts); with `mode: edge` by pulumi-edge against its embedded service.
+import * as pulumi from "@pulumi/pulumi";
+
+const config = new pulumi.Config();
+const count = config.requireNumber("routes");
+const mode = config.require("mode");
+
+type Ctor = new (name: string, args: any, opts?: pulumi.CustomResourceOptions) => pulumi.CustomResource;
+let Edge: Ctor;
+let Route: Ctor;
+if (mode === "edge") {
+  const edge = require("pulumi-edge") as typeof import("pulumi-edge");
+  Edge = edge.HttpsEdge;
+  Route = edge.HttpsEdgeRoute;
+} else {
+  const floor = require("./floor") as typeof import("./floor");
+  Edge = floor.FloorHttpsEdge;
+  Route = floor.FloorHttpsEdgeRoute;
+}
+
+const edge = new Edge("web", { description: "benchmark edge", hostports: ["bench.example.com:443"] });
+
+for (let i = 0; i < count; i++) {
+  new Route(`route-${i}`, {
+    edgeId: edge.id,
+    matchType: "path_prefix",
+    match: `/svc-${i}`,
+    description: `service ${i}`,
+    backend: { backendId: `bkd_${i % 7}` },
+    ipRestriction: { ipPolicyIds: ["ipp_office", "ipp_vpn"] },
+    circuitBreaker: { numBuckets: 10, errorThresholdPercentage: 0.5, volumeThreshold: 20 },
+    compression: {},
+    requestHeaders: { add: { "X-Edge-Service": `svc-${i}` }, remove: ["X-Internal"] },
+    userAgentFilter: { deny: ["badbot/.*"] },
+  });
+}
+
+export const edgeId = edge.id;

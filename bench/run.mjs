@@ -1,0 +1,95 @@
+// The benchmark suite (`npm run bench`, after `npm run build`): every section in one run,
+// results in bench/results.json and the generated table of BENCHMARKS.md. See BENCHMARKS.md
+// for what each section measures and why.
+//
+//   node bench/run.mjs                        everything (about 8-11 minutes on 2 cores)
+//   node bench/run.mjs --only engine,service  some sections; written to bench/tmp/results.partial.json
+//   node bench/run.mjs --quick                fewer and shorter runs (a smoke test of the suite)
+import { execFileSync } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import { engineSection } from "./lib/engine.mjs";
+import { payloadSection } from "./lib/payload.mjs";
+import { judge, writeMarkdown } from "./lib/report.mjs";
+import { scalingSection } from "./lib/scaling.mjs";
+import { serviceSection } from "./lib/service.mjs";
+import { log } from "./lib/stats.mjs";
+
+const require = createRequire(import.meta.url);
+const engine = require("../scripts/engine.js");
+const ROOT = engine.ROOT;
+const BENCH = path.join(ROOT, "bench");
+const TMP = path.join(BENCH, "tmp", "run");
+
+const { values: opts } = parseArgs({
+  options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
+});
+const SECTIONS = ["engine", "service", "scaling", "payload"];
+const only = opts.only ? opts.only.split(",") : SECTIONS;
+for (const s of only)
+  if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS}`);
+const partial = only.length < SECTIONS.length || opts.quick;
+
+const config = opts.quick
+  ? {
+      engine: { sizes: [10, 50], runs: { 10: 1, 50: 1 } },
+      service: { runs: 1, seconds: 2, connections: 10, pacedRate: 500, pacedSeconds: 2 },
+      scaling: { sizes: [100, 1000], rounds: 2, perRound: 30 },
+    }
+  : {
+      engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
+      service: { runs: 3, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
+      scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
+    };
+
+function machine() {
+  let pulumi = "not installed";
+  try {
+    pulumi = execFileSync(path.join(engine.PULUMI_BIN, "pulumi"), ["version"], { encoding: "utf8" }).trim();
+  } catch {
+    // reported as not installed; the engine section then fails with the engine's own message
+  }
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: os.cpus()[0]?.model.trim() ?? "unknown",
+    memoryGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+    pulumi,
+    platform: `${os.type()} ${os.release()} ${os.arch()}`,
+    loadAtStart: os.loadavg(),
+  };
+}
+
+const started = new Date();
+const results = { startedAt: started.toISOString(), config, machine: machine() };
+log(
+  `load average ${results.machine.loadAtStart.map((x) => x.toFixed(2)).join(" ")}; sections: ${only.join(", ")}`,
+);
+fs.rmSync(TMP, { recursive: true, force: true });
+fs.mkdirSync(TMP, { recursive: true });
+
+try {
+  if (only.includes("payload")) results.payload = await payloadSection();
+  if (only.includes("scaling")) results.scaling = await scalingSection({ tmp: TMP, ...config.scaling });
+  if (only.includes("service")) results.service = await serviceSection({ tmp: TMP, ...config.service });
+  if (only.includes("engine")) results.engine = await engineSection({ tmp: TMP, ...config.engine });
+} finally {
+  fs.rmSync(TMP, { recursive: true, force: true });
+}
+
+const finished = new Date();
+results.finishedAt = finished.toISOString();
+results.durationSeconds = (finished.getTime() - started.getTime()) / 1000;
+results.machine.loadAtEnd = os.loadavg();
+results.targets = judge(results);
+
+const out = partial ? path.join(BENCH, "tmp", "results.partial.json") : path.join(BENCH, "results.json");
+fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
+if (!partial) writeMarkdown(path.join(ROOT, "BENCHMARKS.md"), results);
+for (const t of results.targets) log(`${t.met ? "met   " : "MISSED"} ${t.id}: ${t.target}: ${t.measured}`);
+log(`done in ${(results.durationSeconds / 60).toFixed(1)} min; results in ${path.relative(ROOT, out)}`);
+// Stray handles (keep-alive sockets of fetch, autocannon timers) must not keep the run alive.
+process.exit(0);
