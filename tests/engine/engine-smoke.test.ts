@@ -1,6 +1,6 @@
 /** The real Pulumi engine, provisioned offline, runs here as on a user's laptop. */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import * as pulumi from "@pulumi/pulumi";
@@ -55,6 +55,8 @@ test("inline program with a dynamic resource: up, preview without changes, refre
   expect(refresh.summary.result).toBe("succeeded");
   const destroy = await stack.destroy(quiet);
   expect(destroy.summary.resourceChanges?.delete).toBe(2);
+  rmSync(stateDir, { recursive: true, force: true });
+  rmSync(stack.workspace.workDir, { recursive: true, force: true });
 });
 
 test("directory program with its own Pulumi.yaml runs through the language host", async () => {
