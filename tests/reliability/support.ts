@@ -9,9 +9,10 @@ import * as fs from "node:fs";
 import * as http from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import * as path from "node:path";
+import { killClis } from "../support/edge-service";
 
-export const ROOT = path.join(__dirname, "../..");
-export const CLI = path.join(ROOT, "dist/sdk/service/cli.js");
+export { CLI, ROOT } from "../support/edge-service";
+import { ROOT } from "../support/edge-service";
 
 // ---------------------------------------------------------------- determinism
 
@@ -41,110 +42,19 @@ export async function waitFor(cond: () => boolean, what: string, timeoutMs = 60_
   }
 }
 
-// ---------------------------------------------------------------- dist
+// ---------------------------------------------------------------- dist and the standalone CLI
 
-/**
- * Compiles the package into dist when a source of sdk/, provider/ or index.ts is newer than its
- * output: the CLI runs from dist, and the engine loads the provider as `pulumi-edge/runtime`.
- */
-export function ensureBuilt(): void {
-  const stale = (): string[] => {
-    const out: string[] = [];
-    const check = (p: string) => {
-      const js = path.join(ROOT, "dist", path.relative(ROOT, p)).replace(/\.ts$/, ".js");
-      if (!fs.existsSync(js) || fs.statSync(js).mtimeMs < fs.statSync(p).mtimeMs) out.push(p);
-    };
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(p);
-        else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) check(p);
-      }
-    };
-    walk(path.join(ROOT, "sdk"));
-    walk(path.join(ROOT, "provider"));
-    check(path.join(ROOT, "index.ts"));
-    return out;
-  };
-  if (stale().length === 0) return;
-  try {
-    execFileSync(
-      process.execPath,
-      [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
-      { cwd: ROOT, stdio: "pipe", timeout: 240_000 },
-    );
-  } catch {
-    // tsc emits even when another part of the project has type errors; judged below.
-  }
-  const still = stale();
-  if (still.length > 0) throw new Error(`could not build into dist (stale: ${still.join(", ")})`);
-}
-
-// ---------------------------------------------------------------- the standalone CLI
-
-export interface Cli {
-  child: ChildProcess;
-  /** Base URL (loopback). */
-  url: string;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
+export { type Cli, ensureBuilt, spawnCli, startCli } from "../support/edge-service";
 
 const children = new Set<ChildProcess>();
 
-/** Kills (SIGKILL, by pid) every child this module started that is still running, and what runs under it. */
+/** Kills (SIGKILL, by pid) every child this module or the CLI helper started, and what runs under it. */
 export function killChildren(): void {
   for (const child of children) {
     if (child.exitCode === null && child.signalCode === null) killEngine(child);
   }
   children.clear();
-}
-
-export function spawnCli(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [CLI, "serve", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, EDGE_API_KEY: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => {
-      children.delete(child);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, stdout: () => out, stderr: () => err, exit };
-}
-
-/** Starts `edge-service serve` and waits (bounded) for its first line, "edge-service listening on http://...". */
-export async function startCli(args: string[], env: Record<string, string> = {}): Promise<Cli> {
-  const p = spawnCli(args, env);
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`edge-service did not start: ${p.stderr()}`)), 60_000);
-    const onData = () => {
-      if (!p.stdout().includes("\n")) return;
-      clearTimeout(timer);
-      const first = p.stdout().split("\n")[0]!;
-      const m = /^edge-service listening on (http:\/\/\S+)/.exec(first);
-      if (m) resolve(m[1]!);
-      else reject(new Error(`unexpected first line: ${first}`));
-    };
-    p.child.stdout!.on("data", onData);
-    void p.exit.then(({ code, signal }) => {
-      clearTimeout(timer);
-      reject(new Error(`edge-service exited (${code ?? signal}): ${p.stderr()}`));
-    });
-  });
-  return { ...p, url };
+  killClis();
 }
 
 // ---------------------------------------------------------------- the fault-injecting proxy

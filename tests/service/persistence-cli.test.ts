@@ -3,102 +3,14 @@
  * in-process embedded transport sharing one data directory, and the CLI itself: SIGTERM, refusing
  * a public address without a key, requiring the key, and logs free of keys and secrets.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as crypto from "node:crypto";
-import * as fs from "node:fs";
 import * as path from "node:path";
 import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES } from "../../sdk/contract";
 import { startServer } from "../../sdk/service/server";
 import { closeEmbeddedStores, embeddedTransport, httpTransport } from "../../sdk/transport";
+import { type Cli, ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
 import { COMPATIBLE_MODULES, makeTempDir, moduleSample, raw, removeDir } from "./helpers";
-
-const ROOT = path.join(__dirname, "../..");
-const CLI = path.join(ROOT, "dist/sdk/service/cli.js");
-
-/** Compiles the SDK into dist when any of its sources is newer than its output. */
-function ensureBuilt(): void {
-  const stale = (): string[] => {
-    const out: string[] = [];
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(p);
-        else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) {
-          const js = path.join(ROOT, "dist", path.relative(ROOT, p)).replace(/\.ts$/, ".js");
-          if (!fs.existsSync(js) || fs.statSync(js).mtimeMs < fs.statSync(p).mtimeMs) out.push(p);
-        }
-      }
-    };
-    walk(path.join(ROOT, "sdk"));
-    return out;
-  };
-  if (stale().length === 0) return;
-  try {
-    execFileSync(
-      process.execPath,
-      [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
-      {
-        cwd: ROOT,
-        stdio: "pipe",
-        timeout: 180_000,
-      },
-    );
-  } catch {
-    // tsc emits even when some other part of the project has type errors; judged below.
-  }
-  const still = stale();
-  if (still.length > 0) throw new Error(`could not build the SDK into dist (stale: ${still.join(", ")})`);
-}
-
-interface Cli {
-  child: ChildProcess;
-  /** Base URL to reach it on (loopback even when it listens on 0.0.0.0). */
-  url: string;
-  stdout: () => string;
-  stderr: () => string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const children: ChildProcess[] = [];
-
-function spawnCli(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [CLI, "serve", ...args], {
-    cwd: ROOT,
-    env: { ...process.env, EDGE_API_KEY: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  return { child, stdout: () => out, stderr: () => err, exit };
-}
-
-/** Starts the CLI and waits for its first stdout line, "edge-service listening on http://...". */
-async function startCli(args: string[], env: Record<string, string> = {}): Promise<Cli> {
-  const p = spawnCli(args, env);
-  const url = await new Promise<string>((resolve, reject) => {
-    const onData = () => {
-      const first = p.stdout().split("\n")[0]!;
-      if (!p.stdout().includes("\n")) return;
-      const m = /^edge-service listening on (http:\/\/\S+)/.exec(first);
-      if (m) resolve(m[1]!.replace("//0.0.0.0:", "//127.0.0.1:"));
-      else reject(new Error(`unexpected first line: ${first}`));
-    };
-    p.child.stdout!.on("data", onData);
-    p.exit.then(({ code }) => reject(new Error(`edge-service exited with ${code}: ${p.stderr()}`)));
-  });
-  return { ...p, url };
-}
 
 async function stopCli(cli: Cli): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   cli.child.kill("SIGTERM");
@@ -110,8 +22,7 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  for (const child of children)
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+  killClis();
   closeEmbeddedStores();
 });
 
