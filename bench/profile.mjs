@@ -4,8 +4,10 @@
 //                                            `pulumi up` of bench/program (edge mode, N routes,
 //                                            default 200), or a no-change preview after it, with
 //                                            the dynamic-provider process sampled
-//   node bench/profile.mjs service get|post|patch
+//   node bench/profile.mjs service get|post|patch|floor
 //                                            the service under 5 s of autocannon load, sampled
+//                                            (floor: the bare node:http server answering the
+//                                            same GET bytes, for comparison)
 //
 // The engine starts the provider process itself and kills it at the end (no normal exit, so
 // `--cpu-prof` writes nothing): the program is given a project plugin `pulumi-nodejs` that runs
@@ -78,13 +80,22 @@ async function profileProvider(n, command) {
 async function profileService(op) {
   const profiles = path.join(OUT, "profiles");
   fs.mkdirSync(profiles, { recursive: true });
-  const server = spawnServer(["--cpu-prof", `--cpu-prof-dir=${profiles}`]);
-  const edge = await server.call({ cmd: "edge", dataDir: path.join(OUT, "data"), seed: 1 });
+  const edgeServer = spawnServer(op === "floor" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profiles}`]);
+  const edge = await edgeServer.call({ cmd: "edge", dataDir: path.join(OUT, "data"), seed: 1 });
   const routePath = `/edges/https/${edge.edgeId}/routes/${edge.routeIds[0]}`;
+  let server = edgeServer;
+  if (op === "floor") {
+    // A profiled process of its own, answering the bytes of GET route without the service.
+    const body = await (await globalThis.fetch(edge.url + routePath)).text();
+    await edgeServer.close();
+    server = spawnServer(["--cpu-prof", `--cpu-prof-dir=${profiles}`]);
+    edge.url = (await server.call({ cmd: "floor", body })).url;
+  }
   const headers = { "content-type": "application/json" };
   let n = 0;
   const target = {
     get: { url: edge.url + routePath },
+    floor: { url: edge.url },
     post: {
       url: edge.url,
       requests: [
@@ -163,7 +174,7 @@ const [what, arg] = process.argv.slice(2);
 if (what === "provider") summarise(await profileProvider(Number(arg ?? 200), process.argv[4] ?? "up"));
 else if (what === "service") summarise(await profileService(arg ?? "get"));
 else {
-  console.error("usage: node bench/profile.mjs provider [N] [up|preview] | service get|post|patch");
+  console.error("usage: node bench/profile.mjs provider [N] [up|preview] | service get|post|patch|floor");
   process.exit(2);
 }
 process.exit(0);

@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
+import { WalIndexWatch } from "./wal-index";
 
 /** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
 const MIGRATIONS: string[] = [
@@ -93,6 +94,12 @@ const edgeFromRaw = (r: Raw): EdgeRow => ({
 export class Store {
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
+  /** Write transactions run on this connection (SQLite's data_version does not count them). */
+  private localWrites = 0;
+  /** Commits by any connection, read from the WAL index (file databases in WAL mode). */
+  private walWatch?: WalIndexWatch;
+  /** The fallback: `PRAGMA data_version` (commits by other connections). */
+  private dataVersion?: Database.Statement;
   readonly location: string;
 
   private constructor(db: Database.Database, location: string) {
@@ -113,6 +120,8 @@ export class Store {
     db.pragma("foreign_keys = ON");
     const store = new Store(db, location);
     store.migrate();
+    // After the first transaction, so the -shm file exists (it lives as long as our connection).
+    if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
     return store;
   }
 
@@ -149,7 +158,27 @@ export class Store {
 
   /** Runs `fn` in one write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. */
   write<T>(fn: () => T): T {
-    return this.db.transaction(fn).immediate();
+    try {
+      return this.db.transaction(fn).immediate();
+    } finally {
+      this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
+    }
+  }
+
+  /**
+   * A number that moves whenever committed data may have changed since it was last read, whoever
+   * wrote: the WAL index (or, without one, `PRAGMA data_version`) counts the commits of other
+   * connections, other processes sharing the data directory included, and `localWrites` those of
+   * this one. Both only grow, so their sum changes whenever either does.
+   */
+  changeCounter(): number {
+    return this.externalCommits() + this.localWrites;
+  }
+
+  private externalCommits(): number {
+    if (this.walWatch) return this.walWatch.generationNow();
+    this.dataVersion ??= this.db.prepare("PRAGMA data_version").raw(true);
+    return (this.dataVersion.get() as [number])[0];
   }
 
   /** Runs `fn` against one consistent snapshot. */
@@ -158,6 +187,7 @@ export class Store {
   }
 
   close(): void {
+    this.walWatch?.close();
     this.db.close();
   }
 

@@ -1,0 +1,54 @@
+/**
+ * Rendered GET bodies, reused while the database is unchanged. A GET answer is a pure function
+ * of its URL (Refs are built on the caller's origin) and of the stored data, so a body rendered
+ * once is valid until the next committed write, by this process or any other sharing the data
+ * directory: `Store.changeCounter()` moves on either. Reading it is one SQLite pragma (a few µs)
+ * against a read transaction of four queries plus JSON rendering (the bulk of a GET's cost).
+ */
+export class ResponseCache {
+  private readonly bodies = new Map<string, string>();
+  private chars = 0;
+  private counter = Number.NaN;
+
+  /**
+   * @param changeCounter moves whenever committed data may have changed (never moves back).
+   * @param maxChars bound on the total length of the cached keys and bodies; 0 turns the cache off.
+   */
+  constructor(
+    private readonly changeCounter: () => number,
+    private readonly maxChars: number,
+  ) {}
+
+  /** The JSON body for `key`: cached when the data is unchanged since, else `render()`ed and kept. */
+  json(key: string, render: () => unknown): string {
+    if (this.maxChars === 0) return JSON.stringify(render());
+    // Read before rendering: a write landing in between makes the entry stale under the old
+    // counter, which the next lookup sees as changed (never the other way round).
+    const counter = this.changeCounter();
+    if (counter !== this.counter) {
+      this.bodies.clear();
+      this.chars = 0;
+      this.counter = counter;
+    }
+    const cached = this.bodies.get(key);
+    if (cached !== undefined) return cached;
+    const body = JSON.stringify(render());
+    const cost = key.length + body.length;
+    if (cost <= this.maxChars) {
+      // Oldest first out (Map keeps insertion order): bounded memory whatever the URLs asked.
+      for (const [oldKey, oldBody] of this.bodies) {
+        if (this.chars + cost <= this.maxChars) break;
+        this.bodies.delete(oldKey);
+        this.chars -= oldKey.length + oldBody.length;
+      }
+      this.bodies.set(key, body);
+      this.chars += cost;
+    }
+    return body;
+  }
+
+  /** Entries held (for tests and diagnostics). */
+  get size(): number {
+    return this.bodies.size;
+  }
+}
