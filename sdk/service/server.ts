@@ -35,7 +35,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
     );
   }
-  const store = Store.open(opts.dataDir);
+  const store = Store.open(opts.dataDir, { backgroundCheckpoints: true });
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,

@@ -1,0 +1,89 @@
+/**
+ * Background WAL checkpoints (servers): the worker copies the WAL into the database file while
+ * the request path never checkpoints, the WAL is started over past its bound, and SQLite's own
+ * checkpoints come back if the worker fails.
+ */
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { Checkpointer } from "../../sdk/service/checkpointer";
+import { EdgeService } from "../../sdk/service/service";
+import { Store } from "../../sdk/service/store";
+import { makeTempDir, removeDir } from "./helpers";
+
+const size = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await sleep(20);
+  }
+}
+
+function route(i: number) {
+  return {
+    match_type: "path_prefix",
+    match: `/r-${i}`,
+    description: "x".repeat(250),
+    metadata: "m".repeat(250),
+    request_headers: { add: { "X-Filler": "y".repeat(400) } },
+  };
+}
+
+describe("background checkpoints", () => {
+  let dir: string;
+  let store: Store | undefined;
+  beforeEach(() => {
+    dir = makeTempDir("checkpoints");
+  });
+  afterEach(() => {
+    store?.close();
+    store = undefined;
+    removeDir(dir);
+  });
+
+  it("copy committed writes into the database file, off the writer's connection", async () => {
+    store = Store.open(dir, { backgroundCheckpoints: true });
+    const db = path.join(dir, "edge.db");
+    const service = new EdgeService(store);
+    const ctx = { baseUrl: "http://edge.test" };
+    const edge = service.createEdge("https", {}, ctx);
+    const before = size(db);
+    for (let i = 0; i < 300; i++) service.createRoute(edge.id, route(i), ctx);
+    // The writing connection never checkpoints (autocheckpoint is off): only the worker can grow
+    // the database file.
+    await until("the database file holds the routes", () => size(db) > before + 100 * 1024);
+    expect(service.listRoutes(edge.id, { limit: "1" }, ctx).routes).toHaveLength(1);
+  });
+
+  it("start the WAL over once it passes its bound, so it does not grow under steady writes", async () => {
+    store = Store.open(dir, { backgroundCheckpoints: true, rewindWalAbovePages: 64 });
+    const wal = path.join(dir, "edge.db-wal");
+    const service = new EdgeService(store);
+    const ctx = { baseUrl: "http://edge.test" };
+    const edge = service.createEdge("https", {}, ctx);
+    let largest = 0;
+    for (let i = 0; i < 1500; i++) {
+      service.createRoute(edge.id, route(i), ctx);
+      largest = Math.max(largest, size(wal));
+      if (i % 25 === 0) await sleep(5); // let the worker's reports in, as a server's event loop does
+    }
+    // 1,500 of these routes write ~50 MB of WAL frames (the size it reaches without starting
+    // over); started over past 64 pages, it holds what is written between two of the worker's
+    // reports (100 ms apart) at most, a few MB at this pace.
+    expect(largest).toBeLessThan(20 * 1024 * 1024);
+    expect(service.listRoutes(edge.id, { limit: "100" }, ctx).routes).toHaveLength(100);
+  });
+
+  it("a failing worker hands checkpoints back to SQLite", async () => {
+    const failures: Error[] = [];
+    new Checkpointer({
+      location: path.join(dir, "missing", "edge.db"), // cannot be opened
+      onProgress: () => {},
+      onFailure: (e) => failures.push(e),
+    });
+    await until("the failure is reported", () => failures.length > 0);
+    expect(failures).toHaveLength(1);
+  });
+});
