@@ -6,43 +6,46 @@
  * against a read transaction of four queries plus JSON rendering (the bulk of a GET's cost).
  */
 export class ResponseCache {
-  private readonly bodies = new Map<string, string>();
-  private chars = 0;
+  private readonly bodies = new Map<string, Buffer<ArrayBuffer>>();
+  private bytes = 0;
   private counter = Number.NaN;
 
   /**
    * @param changeCounter moves whenever committed data may have changed (never moves back).
-   * @param maxChars bound on the total length of the cached keys and bodies; 0 turns the cache off.
+   * @param maxBytes bound on the total bytes of the cached keys and bodies; 0 turns the cache off.
    */
   constructor(
     private readonly changeCounter: () => number,
-    private readonly maxChars: number,
+    private readonly maxBytes: number,
   ) {}
 
-  /** The JSON body for `key`: cached when the data is unchanged since, else `render()`ed and kept. */
-  json(key: string, render: () => unknown): string {
-    if (this.maxChars === 0) return JSON.stringify(render());
+  /**
+   * The JSON body for `key`, UTF-8 encoded: cached when the data is unchanged since, else
+   * `render()`ed and kept. Kept encoded: writing a string to a socket encodes it every time.
+   */
+  json(key: string, render: () => unknown): Buffer<ArrayBuffer> {
+    if (this.maxBytes === 0) return Buffer.from(JSON.stringify(render()));
     // Read before rendering: a write landing in between makes the entry stale under the old
     // counter, which the next lookup sees as changed (never the other way round).
     const counter = this.changeCounter();
     if (counter !== this.counter) {
       this.bodies.clear();
-      this.chars = 0;
+      this.bytes = 0;
       this.counter = counter;
     }
     const cached = this.bodies.get(key);
     if (cached !== undefined) return cached;
-    const body = JSON.stringify(render());
+    const body = Buffer.from(JSON.stringify(render()));
     const cost = key.length + body.length;
-    if (cost <= this.maxChars) {
+    if (cost <= this.maxBytes) {
       // Oldest first out (Map keeps insertion order): bounded memory whatever the URLs asked.
       for (const [oldKey, oldBody] of this.bodies) {
-        if (this.chars + cost <= this.maxChars) break;
+        if (this.bytes + cost <= this.maxBytes) break;
         this.bodies.delete(oldKey);
-        this.chars -= oldKey.length + oldBody.length;
+        this.bytes -= oldKey.length + oldBody.length;
       }
       this.bodies.set(key, body);
-      this.chars += cost;
+      this.bytes += cost;
     }
     return body;
   }

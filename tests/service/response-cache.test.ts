@@ -16,10 +16,10 @@ describe("ResponseCache", () => {
     let renders = 0;
     const cache = new ResponseCache(() => counter, 1_000);
     const render = () => ({ n: ++renders });
-    expect(cache.json("/a", render)).toBe('{"n":1}');
-    expect(cache.json("/a", render)).toBe('{"n":1}');
+    expect(String(cache.json("/a", render))).toBe('{"n":1}');
+    expect(String(cache.json("/a", render))).toBe('{"n":1}');
     counter++;
-    expect(cache.json("/a", render)).toBe('{"n":2}');
+    expect(String(cache.json("/a", render))).toBe('{"n":2}');
     expect(renders).toBe(2);
   });
 
@@ -31,11 +31,11 @@ describe("ResponseCache", () => {
       }),
     ).toThrow("not found");
     expect(cache.size).toBe(0);
-    expect(cache.json("/a", () => ({ ok: true }))).toBe('{"ok":true}');
+    expect(String(cache.json("/a", () => ({ ok: true })))).toBe('{"ok":true}');
   });
 
   it("stays within its bound, dropping the oldest entries first", () => {
-    const cache = new ResponseCache(() => 0, 50); // each entry: 2 (key) + 12 (body) characters
+    const cache = new ResponseCache(() => 0, 50); // each entry: 2 (key) + 12 (body) bytes
     let renders = 0;
     const render = () => ({ v: `${++renders}`.padStart(4, "0") }); // {"v":"0001"}
     for (const key of ["/1", "/2", "/3", "/4"]) cache.json(key, render);
@@ -44,7 +44,7 @@ describe("ResponseCache", () => {
     expect(renders).toBe(5);
     cache.json("/4", render); // kept
     expect(renders).toBe(5);
-    expect(cache.json("/big", () => ({ v: "x".repeat(100) }))).toContain("xxx"); // larger than the bound: served, not kept
+    expect(String(cache.json("/big", () => ({ v: "x".repeat(100) })))).toContain("xxx"); // larger than the bound: served, not kept
     expect(cache.size).toBeLessThanOrEqual(3);
   });
 
@@ -138,10 +138,10 @@ describe("cached GET answers through the app", () => {
   });
 
   /** An app on its own connection to the shared data directory, as a server or a provider has. */
-  const app = (responseCacheChars?: number) => {
+  const app = (responseCacheBytes?: number) => {
     const store = Store.open(dir);
     stores.push(store);
-    const edgeApp = createEdgeApp({ store, responseCacheChars });
+    const edgeApp = createEdgeApp({ store, responseCacheBytes });
     return async (method: string, path: string, body?: unknown) => {
       const res = await edgeApp.fetch(
         new Request(`http://edge.test${path}`, {
