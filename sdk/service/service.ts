@@ -75,10 +75,14 @@ export class EdgeService {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
     return this.store.write(() =>
-      this.once(ctx, `POST /edges/${kind} ${JSON.stringify(body)}`, () => {
-        this.store.insertEdge(row);
-        return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
-      }),
+      this.once(
+        ctx,
+        () => `POST /edges/${kind} ${JSON.stringify(body)}`,
+        () => {
+          this.store.insertEdge(row);
+          return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
+        },
+      ),
     );
   }
 
@@ -119,24 +123,28 @@ export class EdgeService {
     assertOneAuthModule(modules, Object.keys(modules));
     const id = newId("route");
     return this.store.write(() =>
-      this.once(ctx, `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, () => {
-        this.requireEdge("https", edgeId);
-        try {
-          this.store.insertRoute({
-            id,
-            edge_id: edgeId,
-            match_type,
-            match,
-            description,
-            metadata,
-            created_at: now(),
-          });
-        } catch (e) {
-          throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
-        }
-        this.storeModules(id, modules);
-        return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
-      }),
+      this.once(
+        ctx,
+        () => `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`,
+        () => {
+          this.requireEdge("https", edgeId);
+          try {
+            this.store.insertRoute({
+              id,
+              edge_id: edgeId,
+              match_type,
+              match,
+              description,
+              metadata,
+              created_at: now(),
+            });
+          } catch (e) {
+            throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
+          }
+          this.storeModules(id, modules);
+          return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+        },
+      ),
     );
   }
 
@@ -270,10 +278,10 @@ export class EdgeService {
    * create and the memory of it commit together): a repeat with the same key and request answers
    * the first answer; the same key with another request is refused.
    */
-  private once<T>(ctx: RequestContext, request: string, create: () => T): T {
+  private once<T>(ctx: RequestContext, request: () => string, create: () => T): T {
     const key = ctx.idempotencyKey;
     if (key === undefined) return create();
-    const digest = createHash("sha256").update(request).digest("base64");
+    const digest = createHash("sha256").update(request()).digest("base64");
     const seen = this.store.getIdempotent(key);
     if (seen) {
       if (seen.request !== digest) {
@@ -335,8 +343,8 @@ export class EdgeService {
   }
 
   private storeModules(routeId: string, modules: ModuleConfigs): void {
-    for (const [name, config] of Object.entries(modules)) {
-      this.store.putModule(routeId, name, config);
+    this.store.putModules(routeId, modules);
+    for (const name of Object.keys(modules)) {
       if (name === "saml") {
         // One signing key pair per route, made the first time SAML is configured, kept for its life.
         if (!this.store.getSamlCertificates([routeId]).has(routeId)) {

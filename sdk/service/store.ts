@@ -310,10 +310,13 @@ export class Store {
     return out;
   }
 
-  putModule(routeId: string, name: string, config: unknown): void {
+  /** Stores (or replaces) the given modules of a route: one statement, whatever their number. */
+  putModules(routeId: string, modules: ModuleConfigs): void {
+    const entries = Object.entries(modules);
+    if (entries.length === 0) return;
     this.sql(
-      "INSERT INTO route_modules (route_id, name, config) VALUES (?, ?, ?) ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config",
-    ).run(routeId, name, JSON.stringify(config));
+      `INSERT INTO route_modules (route_id, name, config) VALUES ${entries.map(() => "(?, ?, ?)").join(", ")} ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config`,
+    ).run(...entries.flatMap(([name, config]) => [routeId, name, JSON.stringify(config)]));
   }
 
   deleteModule(routeId: string, name: string): boolean {
