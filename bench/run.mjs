@@ -41,7 +41,7 @@ const config = opts.quick
     }
   : {
       engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
-      service: { runs: 3, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
+      service: { runs: 5, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
       scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
     };
 

@@ -38,6 +38,15 @@ function summarize(r) {
   };
 }
 
+/** Median and range of the per-run ratios of requests/s to the floor's run of the same round. */
+function pairedRatios(list, floor) {
+  const ratios = list.map((s, i) => ratio(s.requestsPerSecond, floor[i].requestsPerSecond));
+  return {
+    ratioToFloor: round(median(ratios), 4),
+    ratioRange: [round(Math.min(...ratios), 4), round(Math.max(...ratios), 4)],
+  };
+}
+
 export async function serviceSection({ tmp, runs, seconds, connections, pacedRate, pacedSeconds }) {
   const edgeServer = spawnServer();
   const floorServer = spawnServer();
@@ -106,10 +115,9 @@ export async function serviceSection({ tmp, runs, seconds, connections, pacedRat
         requestsPerSecond: round(median(list.map((s) => s.requestsPerSecond)), 0),
         latencyP50Ms: round(median(list.map((s) => s.latencyP50Ms)), 2),
         latencyP99Ms: round(median(list.map((s) => s.latencyP99Ms)), 2),
-        ratioToFloor: ratio(
-          median(list.map((s) => s.requestsPerSecond)),
-          median(samples.floor.map((s) => s.requestsPerSecond)),
-        ),
+        // Paired with the floor run just before it (same minute of this shared machine), then the
+        // median over the runs: a burst of other load falls on both sides of a pair.
+        ...pairedRatios(list, samples.floor),
       };
     }
 
