@@ -47,7 +47,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   );
   const app = new Hono<Env>();
 
-  app.use(operationIdAndLog(opts.log));
+  if (opts.log) app.use(requestLog(opts.log));
   if (opts.apiKey !== undefined) app.use(bearerAuth(opts.apiKey));
   if (opts.rateLimitPerMinute !== undefined) {
     app.use(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined));
@@ -146,7 +146,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   app.onError((err, c) => {
     if (err instanceof ApiError) return errorResponse(c, err);
     opts.log?.(
-      `internal error ${c.get("operationId")}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+      `internal error ${operationId(c)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
     );
     return errorResponse(
       c,
@@ -158,35 +158,43 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
 
 // ---------------------------------------------------------------- responses
 
-/** Answers that already carry their operation id. */
-const STAMPED = new WeakSet<Response>();
+/**
+ * The request's operation id, made on first use. Every answer carries it (`Request-Id`): all of
+ * them are built by `respond` or `errorResponse` below.
+ */
+function operationId(c: Context<Env>): string {
+  let id = c.get("operationId");
+  if (id === undefined) {
+    id = newOperationId();
+    c.set("operationId", id);
+  }
+  return id;
+}
 
 /**
  * A success answer: JSON (or no body) with its operation id. Headers are a plain object, which
  * @hono/node-server writes straight to the socket; a Headers object costs more than a cached GET.
  */
 function respond(c: Context<Env>, status: number, body: string | Uint8Array<ArrayBuffer> | null): Response {
-  const headers: Record<string, string> = { [OPERATION_ID_HEADER]: c.get("operationId") };
+  const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
   if (body !== null) headers["Content-Type"] = "application/json";
-  const res = new Response(body, { status, headers });
-  STAMPED.add(res);
-  return res;
+  return new Response(body, { status, headers });
 }
 
 function errorResponse(c: Context<Env>, err: ApiError): Response {
-  const operationId = c.get("operationId") ?? newOperationId();
+  const id = operationId(c);
   const [first] = err.problems;
   const body: ErrorBody = {
     error_code: ERROR_CODES[err.kind].code,
     status_code: err.status,
     msg: err.message,
     details: {
-      operation_id: operationId,
+      operation_id: id,
       ...(first ? { field: first.field } : {}),
       ...(err.problems.length > 1 ? { problems: err.problems } : {}),
     },
   };
-  return c.json(body, err.status as 400, { ...err.headers, [OPERATION_ID_HEADER]: operationId });
+  return c.json(body, err.status as 400, { ...err.headers, [OPERATION_ID_HEADER]: id });
 }
 
 /** The methods `app` serves on a path (HEAD wherever GET), in the order they were registered. */
@@ -222,16 +230,14 @@ function methodError(c: Context<Env>, allowed: string[]): Response {
 
 // ---------------------------------------------------------------- middleware
 
-function operationIdAndLog(log: EdgeAppOptions["log"]): MiddlewareHandler<Env> {
+/** One line per request: method, path, status, time, operation id (never bodies or keys). */
+function requestLog(log: (line: string) => void): MiddlewareHandler<Env> {
   return async (c, next) => {
-    const operationId = newOperationId();
-    const started = log ? performance.now() : 0;
-    c.set("operationId", operationId);
+    const id = operationId(c);
+    const started = performance.now();
     await next();
-    // Answers built by `respond` carry it already (and stamping would cost a Headers object).
-    if (!STAMPED.has(c.res)) c.res.headers.set(OPERATION_ID_HEADER, operationId);
-    log?.(
-      `${c.req.method} ${new URL(c.req.url).pathname} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms ${operationId}`,
+    log(
+      `${c.req.method} ${new URL(c.req.url).pathname} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms ${id}`,
     );
   };
 }

@@ -66,6 +66,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * the WAL file is cut back to this size when it has grown past it.
  */
 const REWIND_WAL_ABOVE_PAGES = 16_384;
+/** With background checkpoints: writes in a row without the event loop turning, then a checkpoint. */
+const WRITES_WITHOUT_REPORT = 1_000;
 
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {
@@ -116,6 +118,8 @@ export class Store {
   /** The fallback: `PRAGMA data_version` (commits by other connections). */
   private dataVersion?: Database.Statement;
   private checkpointer?: Checkpointer;
+  /** With background checkpoints: writes since the worker's last report reached us. */
+  private writesUnreported = 0;
   readonly location: string;
 
   private constructor(db: Database.Database, location: string) {
@@ -150,6 +154,7 @@ export class Store {
       store.checkpointer = new Checkpointer({
         location,
         onProgress: (walPages) => {
+          store.writesUnreported = 0;
           // The worker has copied nearly all of it: copy the rest, so the next write starts over.
           if (walPages > rewindAbove) db.pragma("wal_checkpoint(PASSIVE)");
         },
@@ -197,6 +202,12 @@ export class Store {
       return this.db.transaction(fn).immediate();
     } finally {
       this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
+      // The worker's reports arrive through the event loop: a caller writing in a loop that never
+      // yields would grow the WAL without bound (and slow every read), so checkpoint here then.
+      if (this.checkpointer && ++this.writesUnreported >= WRITES_WITHOUT_REPORT) {
+        this.writesUnreported = 0;
+        this.db.pragma("wal_checkpoint(PASSIVE)");
+      }
     }
   }
 
