@@ -1,6 +1,7 @@
 // A server in its own process (so that the load generator and the server do not share one
 // event loop), driven over IPC by the parent:
-//   { cmd: "edge", dataDir, seed }          the bundled service (startServer) with `seed` routes
+//   { cmd: "edge", dataDir, seed, responseCacheBytes? }
+//                                           the bundled service (startServer) with `seed` routes
 //   { cmd: "floor", body }                  a bare node:http server answering a fixed JSON body
 //   { cmd: "hono", body }                   the same through Hono on @hono/node-server (no service)
 //   { cmd: "memory" }                       memory after a full GC (run with --expose-gc)
@@ -27,8 +28,8 @@ function memory() {
   return { rssMiB: m.rss / 2 ** 20, heapUsedMiB: m.heapUsed / 2 ** 20, externalMiB: m.external / 2 ** 20 };
 }
 
-async function startEdge({ dataDir, seed }) {
-  const server = await startServer({ dataDir, port: 0 });
+async function startEdge({ dataDir, seed, responseCacheBytes }) {
+  const server = await startServer({ dataDir, port: 0, responseCacheBytes });
   const service = new EdgeService(server.store);
   const ctx = { baseUrl: server.url };
   const edge = service.createEdge(

@@ -14,6 +14,8 @@ export interface ServerOptions {
   apiKey?: string;
   rateLimitPerMinute?: number;
   log?: (line: string) => void;
+  /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
+  responseCacheBytes?: number;
 }
 
 export interface RunningServer {
@@ -41,6 +43,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     apiKey: opts.apiKey,
     rateLimitPerMinute: opts.rateLimitPerMinute,
     log: opts.log,
+    responseCacheBytes: opts.responseCacheBytes,
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8080 }, () => resolve(s));
