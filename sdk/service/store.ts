@@ -159,7 +159,7 @@ export class Store {
         onProgress: (walPages) => {
           store.writesUnreported = 0;
           // The worker has copied nearly all of it: copy the rest, so the next write starts over.
-          if (walPages > rewindAbove) db.pragma("wal_checkpoint(PASSIVE)");
+          if (walPages > rewindAbove) store.checkpointHere();
         },
         // Never left without checkpoints: SQLite's own come back if the worker is gone.
         onFailure: () => db.pragma("wal_autocheckpoint = 1000"),
@@ -207,11 +207,14 @@ export class Store {
       this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
       // The worker's reports arrive through the event loop: a caller writing in a loop that never
       // yields would grow the WAL without bound (and slow every read), so checkpoint here then.
-      if (this.checkpointer && ++this.writesUnreported >= WRITES_WITHOUT_REPORT) {
-        this.writesUnreported = 0;
-        this.db.pragma("wal_checkpoint(PASSIVE)");
-      }
+      if (this.checkpointer && ++this.writesUnreported >= WRITES_WITHOUT_REPORT) this.checkpointHere();
     }
+  }
+
+  /** With background checkpoints: copies on this connection what the worker has not copied yet. */
+  private checkpointHere(): void {
+    this.writesUnreported = 0;
+    this.db.pragma("wal_checkpoint(PASSIVE)");
   }
 
   /**
