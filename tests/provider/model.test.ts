@@ -34,6 +34,7 @@ import {
   storeCreate,
 } from "./support";
 import { createBody } from "../../provider/plan/route";
+import { prng } from "../support/prng";
 
 describe("case conversion", () => {
   test.each([
@@ -176,18 +177,6 @@ describe("canonical comparison", () => {
 
 // ---------------------------------------------------------------- minimize
 
-/** A tiny deterministic PRNG (mulberry32), so generated cases are the same on every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Random valid Pulumi-side values of a module; each field is left out, set to its default, or set. */
 function generated(name: RouteModuleName, r: () => number): Inputs {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
@@ -275,7 +264,7 @@ function generated(name: RouteModuleName, r: () => number): Inputs {
 /** Canonical wire values of a module: minimal, full, and many generated ones. */
 function canonicalSamples(name: RouteModuleName): unknown[] {
   const schema = ROUTE_MODULES[name].request;
-  const r = rng(0x5eed + name.length);
+  const r = prng(0x5eed + name.length);
   const inputs = [MODULE_MINIMAL[name], MODULE_SAMPLES[name]];
   for (let i = 0; i < 60; i++) inputs.push(generated(name, r));
   return inputs.map((v) => schema.parse(toWire(v, [name])));

@@ -20,6 +20,7 @@ import { removeDir } from "../service/helpers";
 import { Tally } from "./fuzz";
 import {
   ensureBuilt,
+  FAULTS,
   type FaultAction,
   type FaultProxy,
   faultProxy,
@@ -198,17 +199,7 @@ test("pulumi up through the faults completes; nothing is duplicated; the state m
   await expectStateMatchesServer(10);
   // Faults of every kind were injected, creates among them.
   const counts = proxy.counts();
-  for (const action of [
-    "429",
-    "429-1s",
-    "503",
-    "reset-before",
-    "reset-after",
-    "504-after",
-    "stall-before",
-    "stall-after",
-    "slow",
-  ] as const) {
+  for (const action of FAULTS) {
     expect([action, counts[action] > 0]).toEqual([action, true]);
   }
   const faultedCreates = proxy.log.filter((r) => r.method === "POST" && r.action !== "pass");

@@ -16,17 +16,9 @@ import { ROOT } from "../support/edge-service";
 
 // ---------------------------------------------------------------- determinism
 
-/** mulberry32: a small, fast, seedable PRNG (same seed → same sequence). */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng } from "../support/prng";
+
+export { prng };
 
 /** Seeds of property runs: fixed unless FC_SEED is set (to replay or widen a run). */
 export const FC_SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : 20260101;
