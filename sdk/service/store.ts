@@ -66,6 +66,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
  * the WAL file is cut back to this size when it has grown past it.
  */
 const REWIND_WAL_ABOVE_PAGES = 16_384;
+/** With background checkpoints: the WAL file's size bound, as a multiple of the rewind length. */
+const WAL_FILE_SLACK = 1.5;
 /** With background checkpoints: writes in a row without the event loop turning, then a checkpoint. */
 const WRITES_WITHOUT_REPORT = 1_000;
 
@@ -152,8 +154,12 @@ export class Store {
     if (opts.backgroundCheckpoints && store.walWatch) {
       const rewindAbove = opts.rewindWalAbovePages ?? REWIND_WAL_ABOVE_PAGES;
       db.pragma("wal_autocheckpoint = 0");
-      const pageSize = Number(db.pragma("page_size", { simple: true }));
-      db.pragma(`journal_size_limit = ${rewindAbove * pageSize}`);
+      // The WAL file is kept at its length when started over (rewritten from the start, never
+      // cut): cutting 64 MiB off a file held the event loop for 10–30 ms on every rewind. The
+      // slack is for the frames written between the worker's report and the rewind.
+      const pageSize = (db.prepare("PRAGMA page_size").raw(true).get() as [number])[0];
+      if (!(pageSize > 0)) throw new Error(`unexpected SQLite page size ${String(pageSize)}`);
+      db.pragma(`journal_size_limit = ${Math.ceil(rewindAbove * WAL_FILE_SLACK) * pageSize}`);
       store.checkpointer = new Checkpointer({
         location,
         onProgress: (walPages) => {
