@@ -31,7 +31,6 @@ import {
   type EdgeKind,
   type EdgeRow,
   type ModuleConfigs,
-  type RouteFields,
   type RouteRow,
   type Store,
   UniqueViolation,
@@ -128,21 +127,25 @@ export class EdgeService {
         () => `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`,
         () => {
           this.requireEdge("https", edgeId);
+          const row = {
+            id,
+            edge_id: edgeId,
+            match_type,
+            match,
+            description,
+            metadata,
+            created_at: now(),
+            modules,
+          };
+          let seq: number;
           try {
-            this.store.insertRoute({
-              id,
-              edge_id: edgeId,
-              match_type,
-              match,
-              description,
-              metadata,
-              created_at: now(),
-            });
+            seq = this.store.insertRoute(row);
           } catch (e) {
             throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
           }
-          this.storeModules(id, modules);
-          return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+          this.ensureSamlKey(id, modules);
+          // Rendered from what was just written: the same transaction, nothing to read back.
+          return this.renderRoutes([{ seq, ...row }], ctx)[0]!;
         },
       ),
     );
@@ -167,36 +170,26 @@ export class EdgeService {
 
   /**
    * PATCH: present fields replace, a present module replaces that module whole, absent or
-   * null modules are untouched. Only the modules in the body are written, so concurrent
-   * PATCHes of different modules of one route never lose each other's change.
+   * null modules are untouched. The route is read and written in one write transaction, so
+   * concurrent PATCHes of different modules of one route never lose each other's change.
    */
   updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Route {
     const patch = parse(routeUpdateSchema, body);
     const modules = pickModules(patch);
     return this.store.write(() => {
       const row = this.requireRoute(edgeId, id);
-      const fields: RouteFields = {
+      const next: RouteRow = {
+        ...row,
         match_type: patch.match_type ?? row.match_type,
         match: patch.match ?? row.match,
         description: patch.description ?? row.description,
         metadata: patch.metadata ?? row.metadata,
+        modules: { ...row.modules, ...modules },
       };
-      const current = this.store.getModules([id]).get(id)!;
-      assertOneAuthModule({ ...current, ...modules }, Object.keys(modules));
-      if (
-        fields.match_type !== row.match_type ||
-        fields.match !== row.match ||
-        fields.description !== row.description ||
-        fields.metadata !== row.metadata
-      ) {
-        try {
-          this.store.updateRouteFields(id, fields);
-        } catch (e) {
-          throw e instanceof UniqueViolation ? duplicateMatch(fields.match_type, fields.match) : e;
-        }
-      }
-      this.storeModules(id, modules);
-      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]!;
+      assertOneAuthModule(next.modules, Object.keys(modules));
+      this.writeRoute(next);
+      this.ensureSamlKey(id, modules);
+      return this.renderRoutes([next], ctx)[0]!;
     });
   }
 
@@ -213,11 +206,12 @@ export class EdgeService {
     const module = this.requireModuleName(name);
     const config = parse(ROUTE_MODULES[module].request, body);
     return this.store.write(() => {
-      this.requireRoute(edgeId, id);
-      const current = this.store.getModules([id]).get(id)!;
-      assertOneAuthModule({ ...current, [module]: config }, [module]);
-      this.storeModules(id, { [module]: config });
-      return this.renderRoutes([this.store.getRoute(edgeId, id)!], ctx)[0]![module];
+      const row = this.requireRoute(edgeId, id);
+      const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
+      assertOneAuthModule(next.modules, [module]);
+      this.writeRoute(next);
+      this.ensureSamlKey(id, next.modules);
+      return this.renderRoutes([next], ctx)[0]![module];
     });
   }
 
@@ -234,10 +228,12 @@ export class EdgeService {
   deleteModule(edgeId: string, id: string, name: string): void {
     const module = this.requireModuleName(name);
     this.store.write(() => {
-      this.requireRoute(edgeId, id);
-      if (!this.store.deleteModule(id, module)) {
+      const row = this.requireRoute(edgeId, id);
+      if (row.modules[module] === undefined) {
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       }
+      const { [module]: _deleted, ...rest } = row.modules;
+      this.writeRoute({ ...row, modules: rest });
     });
   }
 
@@ -342,17 +338,19 @@ export class EdgeService {
     return { limit, beforeSeq };
   }
 
-  private storeModules(routeId: string, modules: ModuleConfigs): void {
-    this.store.putModules(routeId, modules);
-    for (const name of Object.keys(modules)) {
-      if (name === "saml") {
-        // One signing key pair per route, made the first time SAML is configured, kept for its life.
-        if (!this.store.getSamlCertificates([routeId]).has(routeId)) {
-          const cert = createSelfSignedCertificate({ commonName: `edge-route-${routeId}` });
-          this.store.putSamlKey(routeId, cert.certificatePem, cert.privateKeyPem);
-        }
-      }
+  private writeRoute(row: RouteRow): void {
+    try {
+      this.store.updateRoute(row.id, row);
+    } catch (e) {
+      throw e instanceof UniqueViolation ? duplicateMatch(row.match_type, row.match) : e;
     }
+  }
+
+  /** One signing key pair per route, made the first time SAML is configured, kept for its life. */
+  private ensureSamlKey(routeId: string, modules: ModuleConfigs): void {
+    if (modules.saml === undefined || this.store.getSamlCertificates([routeId]).has(routeId)) return;
+    const cert = createSelfSignedCertificate({ commonName: `edge-route-${routeId}` });
+    this.store.putSamlKey(routeId, cert.certificatePem, cert.privateKeyPem);
   }
 
   private renderEdge(row: EdgeRow, ctx: RequestContext): HttpsEdge | TlsEdge {
@@ -383,11 +381,11 @@ export class EdgeService {
   }
 
   private renderRoutes(rows: RouteRow[], ctx: RequestContext): Route[] {
-    const ids = rows.map((r) => r.id);
-    const modules = this.store.getModules(ids);
-    const certs = this.store.getSamlCertificates(ids);
+    const certs = this.store.getSamlCertificates(
+      rows.filter((r) => r.modules.saml !== undefined).map((r) => r.id),
+    );
     return rows.map((row) => {
-      const configured = modules.get(row.id)!;
+      const configured = row.modules;
       const route: Record<string, unknown> = {
         id: row.id,
         edge_id: row.edge_id,

@@ -11,7 +11,7 @@ import { Checkpointer } from "./checkpointer";
 import { WalIndexWatch } from "./wal-index";
 
 /** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
-const MIGRATIONS: string[] = [
+export const MIGRATIONS: readonly string[] = [
   `CREATE TABLE edges (
      seq INTEGER PRIMARY KEY AUTOINCREMENT,
      id TEXT NOT NULL UNIQUE,
@@ -57,6 +57,30 @@ const MIGRATIONS: string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
+  // A route's modules move into its row (one JSON object), and its seq is the plain rowid: a
+  // create wrote 13–14 pages (AUTOINCREMENT's sqlite_sequence, route_modules and its key index
+  // over scattered pages), now 4–5 (BENCHMARKS.md). The rowid is still max + 1, so the newest
+  // route still sorts first.
+  `CREATE TABLE routes_v3 (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match TEXT NOT NULL,
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     modules TEXT NOT NULL,
+     UNIQUE (edge_id, match_type, match)
+   );
+   INSERT INTO routes_v3 (seq, id, edge_id, match_type, match, description, metadata, created_at, modules)
+     SELECT seq, id, edge_id, match_type, match, description, metadata, created_at,
+       COALESCE((SELECT json_group_object(name, json(config)) FROM route_modules WHERE route_id = routes.id), '{}')
+     FROM routes;
+   DROP TABLE route_modules;
+   DROP TABLE routes;
+   ALTER TABLE routes_v3 RENAME TO routes;
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -81,6 +105,8 @@ export interface EdgeRow {
   hostports: string[];
   created_at: string;
 }
+/** Canonical request configuration of each configured module, by module name. */
+export type ModuleConfigs = Record<string, unknown>;
 export interface RouteRow {
   seq: number;
   id: string;
@@ -90,10 +116,11 @@ export interface RouteRow {
   description: string;
   metadata: string;
   created_at: string;
+  /** The configured modules (absent ones are not configured). */
+  modules: ModuleConfigs;
 }
-export type RouteFields = Pick<RouteRow, "match_type" | "match" | "description" | "metadata">;
-/** Canonical request configuration of each configured module, by module name. */
-export type ModuleConfigs = Record<string, unknown>;
+/** What an update of a route may change. */
+export type RouteChanges = Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">;
 
 export class UniqueViolation extends Error {}
 
@@ -108,6 +135,10 @@ type Raw = Record<string, unknown>;
 const edgeFromRaw = (r: Raw): EdgeRow => ({
   ...(r as unknown as EdgeRow),
   hostports: JSON.parse(String(r.hostports)),
+});
+const routeFromRaw = (r: Raw): RouteRow => ({
+  ...(r as unknown as RouteRow),
+  modules: JSON.parse(String(r.modules)),
 });
 
 export class Store {
@@ -174,21 +205,39 @@ export class Store {
     return store;
   }
 
+  /**
+   * Brings the schema up to date in one transaction. A migration may rebuild a table (SQLite's
+   * documented procedure): foreign keys must be off while it does, or dropping the old table would
+   * cascade into its children, and the pragma only takes effect outside a transaction. So they are
+   * off for the whole of it, and checked before the commit.
+   */
   private migrate(): void {
-    this.write(() => {
-      this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-      const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
-      const current = row ? Number(row.value) : 0;
-      if (current > SCHEMA_VERSION) {
-        throw new Error(
-          `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
-        );
-      }
-      for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
-      this.sql(
-        "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      ).run(String(SCHEMA_VERSION));
-    });
+    this.db.pragma("foreign_keys = OFF");
+    try {
+      this.write(() => {
+        this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+        const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
+        const current = row ? Number(row.value) : 0;
+        if (current > SCHEMA_VERSION) {
+          throw new Error(
+            `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
+          );
+        }
+        if (current === SCHEMA_VERSION) return;
+        for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
+        const broken = this.db.pragma("foreign_key_check") as unknown[];
+        if (broken.length > 0) {
+          throw new Error(
+            `migrating the data directory to schema ${SCHEMA_VERSION} broke ${broken.length} references (${JSON.stringify(broken[0])}); nothing was changed`,
+          );
+        }
+        this.sql(
+          "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        ).run(String(SCHEMA_VERSION));
+      });
+    } finally {
+      this.db.pragma("foreign_keys = ON");
+    }
   }
 
   /**
@@ -279,38 +328,49 @@ export class Store {
 
   // ------------------------------------------------------------------ routes
 
-  insertRoute(r: Omit<RouteRow, "seq">): void {
+  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
+  insertRoute(r: Omit<RouteRow, "seq">): number {
     try {
-      this.sql(
-        "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-      ).run(r.id, r.edge_id, r.match_type, r.match, r.description, r.metadata, r.created_at);
+      return Number(
+        this.sql(
+          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ).run(
+          r.id,
+          r.edge_id,
+          r.match_type,
+          r.match,
+          r.description,
+          r.metadata,
+          r.created_at,
+          JSON.stringify(r.modules),
+        ).lastInsertRowid,
+      );
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
   }
 
   getRoute(edgeId: string, id: string): RouteRow | undefined {
-    return this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
-      RouteRow | undefined;
+    const r = this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
+      Raw | undefined;
+    return r ? routeFromRaw(r) : undefined;
   }
 
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): RouteRow[] {
-    return this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+    const rows = this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
       edgeId,
       beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
-    ) as RouteRow[];
+    ) as Raw[];
+    return rows.map(routeFromRaw);
   }
 
-  updateRouteFields(id: string, f: RouteFields): void {
+  /** Writes a route's fields and its whole set of modules (one row). */
+  updateRoute(id: string, c: RouteChanges): void {
     try {
-      this.sql("UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ? WHERE id = ?").run(
-        f.match_type,
-        f.match,
-        f.description,
-        f.metadata,
-        id,
-      );
+      this.sql(
+        "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
+      ).run(c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id);
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
@@ -320,33 +380,7 @@ export class Store {
     return this.sql("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
   }
 
-  // ------------------------------------------------------------------ route modules
-
-  /** Configured modules of the given routes (one query, whatever the number of stored routes). */
-  getModules(routeIds: string[]): Map<string, ModuleConfigs> {
-    const out = new Map<string, ModuleConfigs>(routeIds.map((id) => [id, {}]));
-    if (routeIds.length === 0) return out;
-    const rows = this.sql(
-      `SELECT route_id, name, config FROM route_modules WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-    ).all(...routeIds) as Raw[];
-    for (const r of rows) out.get(String(r.route_id))![String(r.name)] = JSON.parse(String(r.config));
-    return out;
-  }
-
-  /** Stores (or replaces) the given modules of a route: one statement, whatever their number. */
-  putModules(routeId: string, modules: ModuleConfigs): void {
-    const entries = Object.entries(modules);
-    if (entries.length === 0) return;
-    this.sql(
-      `INSERT INTO route_modules (route_id, name, config) VALUES ${entries.map(() => "(?, ?, ?)").join(", ")} ON CONFLICT (route_id, name) DO UPDATE SET config = excluded.config`,
-    ).run(...entries.flatMap(([name, config]) => [routeId, name, JSON.stringify(config)]));
-  }
-
-  deleteModule(routeId: string, name: string): boolean {
-    return (
-      this.sql("DELETE FROM route_modules WHERE route_id = ? AND name = ?").run(routeId, name).changes > 0
-    );
-  }
+  // ------------------------------------------------------------------ SAML signing keys
 
   getSamlCertificates(routeIds: string[]): Map<string, string> {
     const out = new Map<string, string>();
@@ -412,7 +446,7 @@ export class Store {
 
   /** Counts rows of every table: used by tests to prove a rejected request changed nothing. */
   fingerprint(): string {
-    const tables = ["edges", "routes", "route_modules", "route_saml_keys", "tls_ip_restrictions"];
+    const tables = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions"];
     return tables
       .map((t) => {
         const rows = this.sql(`SELECT * FROM ${t} ORDER BY 1, 2`).all();

@@ -174,19 +174,18 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     const list = await fx.client.listRoutes(edge.id);
     expect(list.routes.map((r) => r.id)).toEqual([created[0]!.json.id]);
     expect(list.routes[0]!.description).toBe(created[0]!.json.description);
-    // No orphan module rows from the losers.
-    const fp = fx.store.fingerprint();
-    const moduleRows = fp.split("\n").find((l) => l.startsWith("route_modules:"))!;
-    const rows = JSON.parse(moduleRows.slice("route_modules:".length)) as Array<{ route_id: string }>;
+    // Nothing stored from the losers: one row, with the winner's one module.
     const routeRows = JSON.parse(
-      fp
+      fx.store
+        .fingerprint()
         .split("\n")
         .find((l) => l.startsWith("routes:"))!
         .slice("routes:".length),
-    ) as Array<{ id: string }>;
-    const routeIds = new Set(routeRows.map((r) => r.id));
-    for (const r of rows) expect(routeIds.has(r.route_id)).toBe(true);
-    expect(rows.filter((r) => r.route_id === created[0]!.json.id).length).toBe(1);
+    ) as Array<{ id: string; edge_id: string; modules: string }>;
+    const ofEdge = routeRows.filter((r) => r.edge_id === edge.id);
+    expect(ofEdge.map((r) => [r.id, JSON.parse(r.modules)])).toEqual([
+      [created[0]!.json.id, { compression: { enabled: true } }],
+    ]);
   });
 
   it("300 routes on one edge: GET one route and a page of 10 touch only what they return", async () => {
@@ -210,7 +209,7 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     }
     const newestFirst = [...ids].reverse();
 
-    const getModules = jest.spyOn(Store.prototype, "getModules");
+    const getRoute = jest.spyOn(Store.prototype, "getRoute");
     const getSaml = jest.spyOn(Store.prototype, "getSamlCertificates");
     const listRoutes = jest.spyOn(Store.prototype, "listRoutes");
     try {
@@ -223,10 +222,11 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
       expect(one.json.backend.backend.id).toBe("b137");
       expect(one.json.circuit_breaker).toBeNull();
       expect(listRoutes).not.toHaveBeenCalled();
-      expect(getModules.mock.calls).toEqual([[[target]]]);
-      expect(getSaml.mock.calls).toEqual([[[target]]]);
+      expect(getRoute.mock.calls).toEqual([[edge.id, target]]);
+      // Its modules come with its row; no SAML module, so no key is looked up.
+      expect(getSaml.mock.calls).toEqual([[[]]]);
 
-      getModules.mockClear();
+      getRoute.mockClear();
       getSaml.mockClear();
       // A page of 10: one extra row to know whether there is a next page, modules of 10 routes.
       const page = await raw(fx.transport, "GET", `/edges/https/${edge.id}/routes?limit=10`);
@@ -242,11 +242,11 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
         `${fx.baseUrl}/edges/https/${edge.id}/routes?limit=10&before_id=${newestFirst[9]}`,
       );
       expect(listRoutes.mock.calls).toEqual([[edge.id, 11, undefined]]);
-      expect(getModules.mock.calls).toEqual([[newestFirst.slice(0, 10)]]);
+      expect(getRoute).not.toHaveBeenCalled();
+      expect(getSaml.mock.calls).toEqual([[[]]]);
 
       // A page deep inside: still 11 rows asked for.
       listRoutes.mockClear();
-      getModules.mockClear();
       const deep = await raw(
         fx.transport,
         "GET",
@@ -255,9 +255,8 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
       expect(deep.json.routes.map((r: any) => r.id)).toEqual(newestFirst.slice(200, 210));
       expect(listRoutes.mock.calls.length).toBe(1);
       expect(listRoutes.mock.calls[0]![1]).toBe(11);
-      expect(getModules.mock.calls).toEqual([[newestFirst.slice(200, 210)]]);
     } finally {
-      getModules.mockRestore();
+      getRoute.mockRestore();
       getSaml.mockRestore();
       listRoutes.mockRestore();
     }
