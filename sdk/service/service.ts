@@ -137,12 +137,7 @@ export class EdgeService {
             created_at: now(),
             modules,
           };
-          let seq: number;
-          try {
-            seq = this.store.insertRoute(row);
-          } catch (e) {
-            throw e instanceof UniqueViolation ? duplicateMatch(match_type, match) : e;
-          }
+          const seq = uniqueMatch(row, () => this.store.insertRoute(row));
           this.ensureSamlKey(id, modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
           return this.renderRoutes([{ seq, ...row }], ctx)[0]!;
@@ -187,7 +182,7 @@ export class EdgeService {
         modules: { ...row.modules, ...modules },
       };
       assertOneAuthModule(next.modules, Object.keys(modules));
-      this.writeRoute(next);
+      uniqueMatch(next, () => this.store.updateRoute(id, next));
       this.ensureSamlKey(id, modules);
       return this.renderRoutes([next], ctx)[0]!;
     });
@@ -209,8 +204,8 @@ export class EdgeService {
       const row = this.requireRoute(edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
       assertOneAuthModule(next.modules, [module]);
-      this.writeRoute(next);
-      this.ensureSamlKey(id, next.modules);
+      this.store.updateRoute(id, next); // only modules change: no unique key is touched
+      this.ensureSamlKey(id, { [module]: config });
       return this.renderRoutes([next], ctx)[0]![module];
     });
   }
@@ -233,7 +228,7 @@ export class EdgeService {
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       }
       const { [module]: _deleted, ...rest } = row.modules;
-      this.writeRoute({ ...row, modules: rest });
+      this.store.updateRoute(id, { ...row, modules: rest });
     });
   }
 
@@ -336,14 +331,6 @@ export class EdgeService {
     if (beforeSeq === undefined)
       throw ApiError.invalid([{ field: "before_id", msg: "is not an id of this list" }]);
     return { limit, beforeSeq };
-  }
-
-  private writeRoute(row: RouteRow): void {
-    try {
-      this.store.updateRoute(row.id, row);
-    } catch (e) {
-      throw e instanceof UniqueViolation ? duplicateMatch(row.match_type, row.match) : e;
-    }
   }
 
   /** One signing key pair per route, made the first time SAML is configured, kept for its life. */
@@ -469,6 +456,15 @@ function assertOneAuthModule(resulting: ModuleConfigs, written: string[]): void 
       msg: `a route can have only one of oauth, oidc and saml; it already has ${others.join(" and ")} (delete that module first)`,
     },
   ]);
+}
+
+/** Runs a write of `route`; a clash with another route's (match_type, match) becomes the API's 409. */
+function uniqueMatch<T>(route: Pick<RouteRow, "match_type" | "match">, write: () => T): T {
+  try {
+    return write();
+  } catch (e) {
+    throw e instanceof UniqueViolation ? duplicateMatch(route.match_type, route.match) : e;
+  }
 }
 
 function duplicateMatch(matchType: string, match: string): ApiError {

@@ -59,7 +59,7 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
   // A route's modules move into its row (one JSON object), and its seq is the plain rowid: a
   // create wrote 13–14 pages (AUTOINCREMENT's sqlite_sequence, route_modules and its key index
-  // over scattered pages), now 4–5 (BENCHMARKS.md). The rowid is still max + 1, so the newest
+  // over scattered pages), now 6 (BENCHMARKS.md, fix 9). The rowid is still max + 1, so the newest
   // route still sorts first.
   `CREATE TABLE routes_v3 (
      seq INTEGER PRIMARY KEY,
@@ -86,8 +86,8 @@ export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /**
  * With background checkpoints: the WAL length (4 KiB pages, 64 MiB) past which it is started
- * over. Starting over costs the server one fsync (5–13 ms measured here), so rarely is better;
- * the WAL file is cut back to this size when it has grown past it.
+ * over. Starting over costs the server one fsync (5–13 ms measured here), so rarely is better.
+ * The file itself is rewritten from its start, not cut (see WAL_FILE_SLACK).
  */
 const REWIND_WAL_ABOVE_PAGES = 16_384;
 /** With background checkpoints: the WAL file's size bound, as a multiple of the rewind length. */
