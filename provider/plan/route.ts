@@ -1,71 +1,18 @@
 /**
  * The product's brain: from the current route (canonical, as read) and the desired one
- * (canonical, as checked) to a plan of API calls. Pure: no engine, no I/O. A plan is a value
- * you can print and assert on, then execute.
+ * (canonical, as checked) to a plan of API calls. Pure: no engine, no I/O.
  */
-import {
-  AUTH_MODULES,
-  ROUTE_MODULE_NAMES,
-  ROUTE_MODULES,
-  type RouteModuleName,
-  type RouteUpdate,
-} from "../../sdk/contract";
-import { toWire } from "../model/case";
-import { deepEqual, minimize } from "../model/canonical";
-import { MODULE_PROPERTY } from "../model/route";
+import { AUTH_MODULES, isAuthModule, ROUTE_MODULE_NAMES, type RouteModuleName, type RouteUpdate } from "../../sdk/contract";
+import { deepEqual } from "../model/canonical";
+import { MODULE_PROPERTY, moduleRequest, ROUTE_FIELDS, sameModule } from "../model/route";
+import type { ModuleInputs, RouteInputs } from "../model/types";
 import { containsUnknown } from "../model/unknown";
+import { toSnake } from "../model/case";
+import type { RoutePlan, RouteStep } from "./types";
 
-export type RouteStep =
-  | { op: "patch"; body: RouteUpdate; why: string }
-  | { op: "deleteModule"; module: RouteModuleName; why: string };
+type Patch = Partial<Record<keyof RouteUpdate, unknown>>;
 
-export interface RoutePlan {
-  /** Properties whose change forces a new route (`edgeId`). */
-  replaces: string[];
-  /** Pulumi properties that differ. Empty means no change at all. */
-  changed: string[];
-  /** API calls, in order. Empty when nothing changed (and for a replace: create does it all). */
-  steps: RouteStep[];
-}
-
-const ROUTE_FIELDS = ["matchType", "match", "description", "metadata"] as const;
-type Inputs = Record<string, unknown>;
-
-/** Differences that carry no meaning are normalised away: the order of IP policy ids. */
-function comparable(name: RouteModuleName, value: unknown): unknown {
-  if (name === "ip_restriction" && value && typeof value === "object") {
-    const v = value as { ipPolicyIds?: unknown };
-    if (Array.isArray(v.ipPolicyIds)) return { ...v, ipPolicyIds: [...v.ipPolicyIds].sort() };
-  }
-  return value;
-}
-
-export function sameModule(name: RouteModuleName, a: unknown, b: unknown): boolean {
-  if (containsUnknown(b)) return false;
-  return deepEqual(comparable(name, a ?? null), comparable(name, b ?? null));
-}
-
-/** A module's Pulumi-side canonical value → the smallest request body with the same meaning. */
-export function moduleBody(name: RouteModuleName, value: unknown): Record<string, unknown> {
-  return minimize(ROUTE_MODULES[name].request, toWire(value, [name])) as Record<string, unknown>;
-}
-
-/** The body of a create: every configured module, each minimal. */
-export function createBody(desired: Inputs): Record<string, unknown> {
-  const body: Record<string, unknown> = {
-    match_type: desired.matchType,
-    match: desired.match,
-  };
-  if (desired.description) body.description = desired.description;
-  if (desired.metadata) body.metadata = desired.metadata;
-  for (const name of ROUTE_MODULE_NAMES) {
-    const value = desired[MODULE_PROPERTY[name]];
-    if (value != null) body[name] = moduleBody(name, value);
-  }
-  return body;
-}
-
-export function planRoute(current: Inputs, desired: Inputs): RoutePlan {
+export function planRoute(current: RouteInputs, desired: RouteInputs): RoutePlan {
   const changed: string[] = [];
   const replaces: string[] = [];
   if (current.edgeId !== desired.edgeId || containsUnknown(desired.edgeId)) {
@@ -73,11 +20,11 @@ export function planRoute(current: Inputs, desired: Inputs): RoutePlan {
     changed.push("edgeId");
   }
 
-  const patch: Record<string, unknown> = {};
+  const patch: Patch = {};
   for (const field of ROUTE_FIELDS) {
     if (!deepEqual(current[field] ?? "", desired[field] ?? "") || containsUnknown(desired[field])) {
       changed.push(field);
-      patch[field === "matchType" ? "match_type" : field] = desired[field] ?? "";
+      patch[toSnake(field) as keyof RouteUpdate] = desired[field] ?? "";
     }
   }
   const removed: RouteModuleName[] = [];
@@ -87,7 +34,7 @@ export function planRoute(current: Inputs, desired: Inputs): RoutePlan {
     const want = desired[prop] ?? null;
     if (want !== null && !sameModule(name, cur, want)) {
       changed.push(prop);
-      patch[name] = moduleBody(name, want);
+      patch[name] = moduleRequest(name, want as ModuleInputs<typeof name>);
     } else if (want === null && cur !== null) {
       changed.push(prop);
       removed.push(name);
@@ -96,6 +43,12 @@ export function planRoute(current: Inputs, desired: Inputs): RoutePlan {
   if (replaces.length > 0) return { replaces, changed, steps: [] };
   return { replaces, changed, steps: orderSteps(current, desired, patch, removed) };
 }
+
+const removedStep = (m: RouteModuleName): RouteStep => ({
+  op: "deleteModule",
+  module: m,
+  why: `${MODULE_PROPERTY[m]} was removed from the program`,
+});
 
 /**
  * Orders the calls. Normally: one PATCH with every changed field and module (each module
@@ -110,65 +63,53 @@ export function planRoute(current: Inputs, desired: Inputs): RoutePlan {
  *   4. the remaining deletes.
  * If any call fails, the route is left with its backend disabled: closed, never open.
  */
-function orderSteps(
-  current: Inputs,
-  desired: Inputs,
-  patch: Record<string, unknown>,
-  removed: RouteModuleName[],
-): RouteStep[] {
+function orderSteps(current: RouteInputs, desired: RouteInputs, patch: Patch, removed: RouteModuleName[]): RouteStep[] {
   const steps: RouteStep[] = [];
   const authAdded = AUTH_MODULES.filter((m) => m in patch);
-  const authRemoved = removed.filter((m): m is (typeof AUTH_MODULES)[number] =>
-    (AUTH_MODULES as readonly string[]).includes(m),
-  );
+  const authRemoved = removed.filter(isAuthModule);
   const switching = authAdded.length > 0 && authRemoved.length > 0;
 
   if (!switching) {
     if (Object.keys(patch).length > 0)
-      steps.push({ op: "patch", body: patch as RouteUpdate, why: "apply changed fields and modules" });
-    for (const m of removed)
-      steps.push({ op: "deleteModule", module: m, why: `${MODULE_PROPERTY[m]} was removed` });
+      steps.push({ op: "patch", body: patch as RouteUpdate, why: "apply the changed fields and modules" });
+    for (const m of removed) steps.push(removedStep(m));
     return steps;
   }
 
-  const backendNow = current[MODULE_PROPERTY.backend] as { enabled?: boolean } | undefined;
-  const backendWanted = desired[MODULE_PROPERTY.backend] as { enabled?: boolean } | undefined;
-  if (backendNow && backendNow.enabled !== false) {
+  const from = authRemoved.join(", ");
+  const to = authAdded.join(", ");
+  const backendNow = current.backend;
+  const backendWanted = desired.backend;
+  const closed = backendNow !== undefined && backendNow.enabled !== false;
+  if (closed) {
     steps.push({
       op: "patch",
-      body: { backend: { ...moduleBody("backend", backendNow), enabled: false } } as RouteUpdate,
-      why: `fail closed: disable the backend while authentication switches from ${authRemoved.join(", ")} to ${authAdded.join(", ")}`,
+      body: { backend: { ...moduleRequest("backend", backendNow), enabled: false } },
+      why: `fail closed: disable the backend while authentication switches from ${from} to ${to}`,
+      leaves: `its backend disabled on purpose (fail closed) and ${from} still configured`,
+      next: "the backend was left disabled on purpose; run `pulumi up` again to finish the switch",
     });
     // Step 3 must re-send the backend to re-enable it, even if it did not change.
-    if (backendWanted && !("backend" in patch)) patch.backend = moduleBody("backend", backendWanted);
+    if (backendWanted && !("backend" in patch)) patch.backend = moduleRequest("backend", backendWanted);
   }
   for (const m of authRemoved) {
     steps.push({
       op: "deleteModule",
       module: m,
-      why: `remove ${m} before ${authAdded.join(", ")} (one auth module at a time)`,
+      why: `remove ${m} before setting ${to} (one auth module at a time)`,
+      ...(closed
+        ? {
+            leaves: `its backend disabled on purpose (fail closed) and no authentication module`,
+            next: "the backend was left disabled on purpose; run `pulumi up` again to finish the switch",
+          }
+        : {}),
     });
   }
   steps.push({
     op: "patch",
     body: patch as RouteUpdate,
-    why: `set ${authAdded.join(", ")} and the backend in one atomic update, with the other changes`,
+    why: `set ${to}${closed ? " and re-enable the backend" : ""} in one atomic update, with the other changes`,
   });
-  for (const m of removed) {
-    if (!(authRemoved as string[]).includes(m)) {
-      steps.push({ op: "deleteModule", module: m, why: `${MODULE_PROPERTY[m]} was removed` });
-    }
-  }
+  for (const m of removed) if (!isAuthModule(m)) steps.push(removedStep(m));
   return steps;
-}
-
-/** A plan as readable lines, for logs and test failure messages. */
-export function describePlan(plan: RoutePlan): string[] {
-  if (plan.replaces.length > 0) return [`replace (changed: ${plan.replaces.join(", ")})`];
-  if (plan.steps.length === 0) return ["no change"];
-  return plan.steps.map((s, i) =>
-    s.op === "patch"
-      ? `${i + 1}. PATCH ${Object.keys(s.body).join(", ")}: ${s.why}`
-      : `${i + 1}. DELETE module ${s.module}: ${s.why}`,
-  );
 }

@@ -1,8 +1,7 @@
 /** HTTPS and TLS edges, and the TLS edge's IP restriction module. */
 import { z } from "zod";
-import { DESCRIPTION_MAX_BYTES, METADATA_MAX_BYTES } from "./limits";
 import { ipPolicyMutateSchema, ipPolicyResponseSchema } from "./modules";
-import { boundedText, routeSchema } from "./routes";
+import { descriptionSchema, metadataSchema, routeSchema } from "./routes";
 
 const HOSTPORT =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
@@ -16,9 +15,12 @@ export const hostportSchema = z.string({ error: "must be a string" }).refine(
 
 /** POST /edges/https and POST /edges/tls. */
 export const edgeCreateSchema = z.strictObject({
-  description: boundedText(DESCRIPTION_MAX_BYTES).default(""),
-  metadata: boundedText(METADATA_MAX_BYTES).default(""),
-  hostports: z.array(hostportSchema, { error: "must be a list of host:port strings" }).default([]),
+  description: descriptionSchema.default("").describe(descriptionSchema.description!),
+  metadata: metadataSchema.default("").describe(metadataSchema.description!),
+  hostports: z
+    .array(hostportSchema, { error: "must be a list of host:port strings" })
+    .default([])
+    .describe('Host and port pairs the edge listens on, e.g. "example.com:443".'),
 });
 export type EdgeCreate = z.input<typeof edgeCreateSchema>;
 

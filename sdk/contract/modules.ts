@@ -6,6 +6,7 @@
  * filled with its documented default (gaps.md "Shapes"), so canonical forms can be compared.
  */
 import { z } from "zod";
+import type { Problem } from "./errors";
 import {
   DEFAULT_COOKIE_PREFIX,
   DEFAULT_NAMEID_FORMAT,
@@ -21,7 +22,10 @@ import {
 // ---------------------------------------------------------------- building blocks
 
 /** `enabled` of every module: omitted means true. */
-const enabled = z.boolean({ error: "must be a boolean" }).default(true);
+const enabled = z
+  .boolean({ error: "must be a boolean" })
+  .default(true)
+  .describe("True applies the module to traffic; false disables it. Default true.");
 const flag = z.boolean({ error: "must be a boolean" }).default(false);
 const uint32 = z
   .number({ error: "must be a number" })
@@ -81,64 +85,147 @@ const headerNameList = z
   .default([]);
 
 /** Ref: how responses point at another resource. */
-export const refSchema = z.object({ id: z.string(), uri: z.string() });
+export const refSchema = z.object({
+  id: z.string().describe("Resource identifier."),
+  uri: z.string().describe("URI for locating the resource."),
+});
 export type Ref = z.infer<typeof refSchema>;
 
 /** Session fields shared by OAuth, SAML and OIDC. */
 const sessionFields = {
-  options_passthrough: flag,
-  cookie_prefix: z.string({ error: "must be a string" }).default(DEFAULT_COOKIE_PREFIX),
-  inactivity_timeout: uint32.default(0),
-  maximum_duration: uint32.default(0),
+  options_passthrough: flag.describe(
+    "When true, authentication is not enforced on HTTP OPTIONS requests. Needed to support CORS.",
+  ),
+  cookie_prefix: z
+    .string({ error: "must be a string" })
+    .default(DEFAULT_COOKIE_PREFIX)
+    .describe(
+      `Prefix of the session cookie set on the HTTP client to cache authentication. Default "${DEFAULT_COOKIE_PREFIX}".`,
+    ),
+  inactivity_timeout: uint32
+    .default(0)
+    .describe(
+      "Seconds of inactivity after which the session times out and the user must authenticate again.",
+    ),
+  maximum_duration: uint32
+    .default(0)
+    .describe(
+      "Seconds of maximum duration of an authenticated session. After it, the user must authenticate again.",
+    ),
 };
 
 // ---------------------------------------------------------------- modules
 
-export const backendMutateSchema = z.strictObject({
-  enabled,
-  backend_id: idSchema,
-});
-export const backendResponseSchema = z.object({ enabled: z.boolean(), backend: refSchema });
+export const backendMutateSchema = z
+  .strictObject({
+    enabled,
+    backend_id: idSchema.describe("The backend to use."),
+  })
+  .describe("Backend module: the backend that serves the route.");
+export const backendResponseSchema = z
+  .object({
+    enabled: z.boolean(),
+    backend: refSchema.describe("The backend that backs the endpoint."),
+  })
+  .describe(backendMutateSchema.description!);
 
-export const ipPolicyMutateSchema = z.strictObject({
-  enabled,
-  ip_policy_ids: z
-    .array(idSchema, { error: "must be a list of IP policy ids" })
-    .min(1, { error: "must list at least one IP policy id" }),
-});
+export const ipPolicyMutateSchema = z
+  .strictObject({
+    enabled,
+    ip_policy_ids: z
+      .array(idSchema, { error: "must be a list of IP policy ids" })
+      .min(1, { error: "must list at least one IP policy id" })
+      .describe(
+        "All IP policies used to check whether a source IP may access the endpoint. At least one; their order carries no meaning.",
+      ),
+  })
+  .describe("IP restriction module: only source IPs allowed by its IP policies get through.");
 /** gaps.md: `ip_policies` is a list of Refs, in the order of `ip_policy_ids`. */
-export const ipPolicyResponseSchema = z.object({ enabled: z.boolean(), ip_policies: z.array(refSchema) });
+export const ipPolicyResponseSchema = z
+  .object({
+    enabled: z.boolean(),
+    ip_policies: z
+      .array(refSchema)
+      .describe("The IP policies used to check source IPs, in the order of `ip_policy_ids`."),
+  })
+  .describe(ipPolicyMutateSchema.description!);
 
-export const circuitBreakerSchema = z.strictObject({
-  enabled,
-  tripped_duration: uint32.default(0),
-  rolling_window: uint32.default(0),
-  /** 1..128 when given; 0 in responses means "not set". */
-  num_buckets: z
-    .number({ error: "must be a number" })
-    .int({ error: "must be an integer" })
-    .min(NUM_BUCKETS_MIN, { error: `must be between ${NUM_BUCKETS_MIN} and ${NUM_BUCKETS_MAX}` })
-    .max(NUM_BUCKETS_MAX, { error: `must be between ${NUM_BUCKETS_MIN} and ${NUM_BUCKETS_MAX}` })
-    .default(0),
-  volume_threshold: uint32.default(0),
-  /** A fraction between 0 and 1.0, not a percentage of 100. */
-  error_threshold_percentage: z
-    .number({ error: "must be a number" })
-    .min(0, { error: "must be a fraction between 0 and 1.0 (not a percentage of 100)" })
-    .max(1, { error: "must be a fraction between 0 and 1.0 (not a percentage of 100)" })
-    .default(0),
-});
+const NUM_BUCKETS_TEXT = "Number of buckets into which metrics are kept.";
+export const circuitBreakerSchema = z
+  .strictObject({
+    enabled,
+    tripped_duration: uint32
+      .default(0)
+      .describe("Seconds to wait, after the circuit is tripped, before re-evaluating upstream health."),
+    rolling_window: uint32
+      .default(0)
+      .describe("Seconds of the statistical rolling window in which metrics are kept."),
+    /** Unset when omitted: a request may only send 1..128 (responses render unset as 0). */
+    num_buckets: z
+      .number({ error: "must be a number" })
+      .int({ error: "must be an integer" })
+      .min(NUM_BUCKETS_MIN, { error: `must be between ${NUM_BUCKETS_MIN} and ${NUM_BUCKETS_MAX}` })
+      .max(NUM_BUCKETS_MAX, { error: `must be between ${NUM_BUCKETS_MIN} and ${NUM_BUCKETS_MAX}` })
+      .optional()
+      .describe(`${NUM_BUCKETS_TEXT} ${NUM_BUCKETS_MIN} to ${NUM_BUCKETS_MAX}; omitted means unset.`),
+    volume_threshold: uint32
+      .default(0)
+      .describe(
+        "Number of requests in a rolling window that trips the circuit. Useful when traffic volume is low.",
+      ),
+    error_threshold_percentage: z
+      .number({ error: "must be a number" })
+      .min(0, { error: "must be a fraction between 0 and 1.0 (not a percentage of 100)" })
+      .max(1, { error: "must be a fraction between 0 and 1.0 (not a percentage of 100)" })
+      .default(0)
+      .describe("Error rate that trips the circuit: a fraction between 0 and 1.0, not a percentage of 100."),
+  })
+  .describe("Circuit breaker module: stops sending requests to an unhealthy upstream.");
 
-/** Responses report an unset `num_buckets` as 0. */
-export const circuitBreakerResponseSchema = circuitBreakerSchema.extend({
-  num_buckets: z.number().int().min(0).max(NUM_BUCKETS_MAX),
-});
+/**
+ * Responses are total (gaps.md): an unset `num_buckets` is rendered as 0, the only place a 0
+ * exists. Readers map it back to "unset" (absent).
+ */
+export const circuitBreakerResponseSchema = circuitBreakerSchema
+  .extend({
+    num_buckets: z
+      .number()
+      .int()
+      .min(0)
+      .max(NUM_BUCKETS_MAX)
+      .describe(`${NUM_BUCKETS_TEXT} 0 when unset, else ${NUM_BUCKETS_MIN} to ${NUM_BUCKETS_MAX}.`),
+  })
+  .describe(circuitBreakerSchema.description!);
+/** What an unset `num_buckets` reads back as. */
+export const NUM_BUCKETS_UNSET = 0;
 
-export const compressionSchema = z.strictObject({ enabled });
-export const websocketTcpConverterSchema = z.strictObject({ enabled });
+export const compressionSchema = z
+  .strictObject({ enabled })
+  .describe("Compression module: compresses responses for clients that accept it.");
+export const websocketTcpConverterSchema = z
+  .strictObject({ enabled })
+  .describe("Websocket-to-TCP converter module: a websocket to TCP adapter.");
 
-export const requestHeadersSchema = z.strictObject({ enabled, add: headerMap, remove: headerNameList });
-export const responseHeadersSchema = z.strictObject({ enabled, add: headerMap, remove: headerNameList });
+export const requestHeadersSchema = z
+  .strictObject({
+    enabled,
+    add: headerMap.describe(
+      "Header name to value, injected into the HTTP request before it goes to the upstream server. Names are kept exactly as written.",
+    ),
+    remove: headerNameList.describe(
+      "Header names removed from the request before it goes to the upstream server.",
+    ),
+  })
+  .describe("Request headers module: adds and removes headers of requests going upstream.");
+export const responseHeadersSchema = z
+  .strictObject({
+    enabled,
+    add: headerMap.describe(
+      "Header name to value, injected into the HTTP response returned to the client. Names are kept exactly as written.",
+    ),
+    remove: headerNameList.describe("Header names removed from the response returned to the client."),
+  })
+  .describe("Response headers module: adds and removes headers of responses to the client.");
 
 export const webhookVerificationSchema = z
   .strictObject({
@@ -146,9 +233,15 @@ export const webhookVerificationSchema = z
     provider: z
       .string({ error: "is required (one of the supported webhook providers)" })
       .transform((s) => s.toLowerCase())
-      .pipe(z.enum(WEBHOOK_PROVIDERS, { error: "is not a supported webhook provider" })),
-    secret: text,
+      .pipe(z.enum(WEBHOOK_PROVIDERS, { error: "is not a supported webhook provider" }))
+      .describe(
+        'The webhook provider that sends webhooks to this endpoint, e.g. "github", "stripe" or "sns" (matched case-insensitively, returned lowercase).',
+      ),
+    secret: text.describe(
+      `Secret used to validate requests from the provider. Required for every provider except "${SECRETLESS_WEBHOOK_PROVIDER}", where it is not allowed.`,
+    ),
   })
+  .describe("Webhook verification module: verifies that webhooks come from their provider.")
   .superRefine((v, ctx) => {
     if (v.provider === SECRETLESS_WEBHOOK_PROVIDER && v.secret !== "") {
       ctx.addIssue({
@@ -162,11 +255,19 @@ export const webhookVerificationSchema = z
   });
 
 const oauthProviderFields = {
-  client_id: text,
-  client_secret: text,
-  scopes: textList,
-  email_addresses: lowercaseList,
-  email_domains: lowercaseList,
+  client_id: text.describe(
+    "Client ID of your own OAuth app. Optional: when omitted, the service's own managed OAuth app is used, which has extra restrictions. Requires client_secret.",
+  ),
+  client_secret: text.describe("Client secret of your own OAuth app. Requires client_id."),
+  scopes: textList.describe(
+    "Provider-specific scopes. Allowed only with your own app (client_id and client_secret).",
+  ),
+  email_addresses: lowercaseList.describe(
+    "Email addresses (lowercase) of authenticated users who are allowed access.",
+  ),
+  email_domains: lowercaseList.describe(
+    "Email domains (lowercase) of authenticated users who are allowed access.",
+  ),
 };
 type OAuthProviderCommon = { client_id: string; client_secret: string; scopes: string[] };
 function ownAppRules(v: OAuthProviderCommon, ctx: z.RefinementCtx) {
@@ -191,25 +292,33 @@ export const oauthGithubSchema = z
     ...oauthProviderFields,
     teams: z
       .array(z.string().regex(TEAM_SLUG, { error: 'must have the form "<org_slug>/<team_slug>"' }))
-      .default([]),
-    organizations: textList,
+      .default([])
+      .describe(
+        'Team identifiers in slug format qualified with the organization, "<org_slug>/<team_slug>". A member of any listed team is allowed.',
+      ),
+    organizations: textList.describe("Organization slugs. A member of any listed organization is allowed."),
   })
-  .superRefine(ownAppRules);
-export const oauthProviderObjectSchema = z.strictObject(oauthProviderFields).superRefine(ownAppRules);
+  .superRefine(ownAppRules)
+  .describe("GitHub as identity provider; it can also allow by team and organization.");
+export const oauthProviderObjectSchema = z
+  .strictObject(oauthProviderFields)
+  .superRefine(ownAppRules)
+  .describe("An OAuth identity provider.");
 
-const otherSlot = oauthProviderObjectSchema.nullable().default(null);
+const slot = (name: string) =>
+  oauthProviderObjectSchema.nullable().default(null).describe(`${name} as identity provider.`);
 /** One optional object per identity provider (edge-api.md slots 1 to 8); exactly one is set. */
 export const oauthProviderSchema = z
   .strictObject(
     {
-      github: oauthGithubSchema.nullable().default(null),
-      facebook: otherSlot,
-      microsoft: otherSlot,
-      google: otherSlot,
-      linkedin: otherSlot,
-      gitlab: otherSlot,
-      twitch: otherSlot,
-      amazon: otherSlot,
+      github: oauthGithubSchema.nullable().default(null).describe(oauthGithubSchema.description!),
+      facebook: slot("Facebook"),
+      microsoft: slot("Microsoft"),
+      google: slot("Google"),
+      linkedin: slot("LinkedIn"),
+      gitlab: slot("GitLab"),
+      twitch: slot("Twitch"),
+      amazon: slot("Amazon"),
     },
     { error: "must be an object with exactly one identity provider (github, google, ...)" },
   )
@@ -225,14 +334,21 @@ export const oauthProviderSchema = z
             : `must configure exactly one identity provider, got ${configured.join(" and ")}`,
       });
     }
-  });
+  })
+  .describe("The identity provider, and who may access: exactly one of its slots is set.");
 
-export const oauthSchema = z.strictObject({
-  enabled,
-  provider: oauthProviderSchema,
-  ...sessionFields,
-  auth_check_interval: uint32.default(0),
-});
+export const oauthSchema = z
+  .strictObject({
+    enabled,
+    provider: oauthProviderSchema,
+    ...sessionFields,
+    auth_check_interval: uint32
+      .default(0)
+      .describe(
+        "Seconds after which the service refreshes user state from the identity provider and rechecks authorization: the preferred bound on how long a revoked user keeps access.",
+      ),
+  })
+  .describe("OAuth module: end users authenticate with an OAuth identity provider.");
 
 const httpsUrl = z.string({ error: "is required (an https URL)" }).refine(
   (s) => {
@@ -245,44 +361,73 @@ const httpsUrl = z.string({ error: "is required (an https URL)" }).refine(
   { error: "must be an https URL" },
 );
 
-export const oidcSchema = z.strictObject({
-  enabled,
-  ...sessionFields,
-  issuer: httpsUrl,
-  client_id: requiredText("client_id"),
-  client_secret: requiredText("client_secret"),
-  scopes: textList,
-});
+export const oidcSchema = z
+  .strictObject({
+    enabled,
+    ...sessionFields,
+    issuer: httpsUrl.describe("URL of the OpenID provider (https): the base URL for discovery."),
+    client_id: requiredText("client_id").describe("Client ID of the OIDC app, also the audience."),
+    client_secret: requiredText("client_secret").describe("Client secret of the OIDC app."),
+    scopes: textList.describe("Scopes requested from the identity provider."),
+  })
+  .describe("OIDC module: end users authenticate with an OpenID Connect provider.");
 
 const ENTITY_DESCRIPTOR = /<\s*(?:[A-Za-z_][\w.-]*:)?EntityDescriptor[\s>/]/;
-export const samlMutateSchema = z.strictObject({
-  enabled,
-  ...sessionFields,
-  idp_metadata: z
-    .string({ error: "is required (the IdP's XML EntityDescriptor)" })
-    .refine((s) => s.trimStart().startsWith("<") && ENTITY_DESCRIPTOR.test(s), {
-      error: "must be XML metadata containing an EntityDescriptor",
-    }),
-  force_authn: flag,
-  allow_idp_initiated: flag,
-  authorized_groups: textList,
-  nameid_format: z
-    .enum(NAMEID_FORMATS, { error: `must be one of ${NAMEID_FORMATS.join(", ")}` })
-    .default(DEFAULT_NAMEID_FORMAT),
-});
+export const samlMutateSchema = z
+  .strictObject({
+    enabled,
+    ...sessionFields,
+    idp_metadata: z
+      .string({ error: "is required (the IdP's XML EntityDescriptor)" })
+      .refine((s) => s.trimStart().startsWith("<") && ENTITY_DESCRIPTOR.test(s), {
+        error: "must be XML metadata containing an EntityDescriptor",
+      })
+      .describe("Full XML IdP EntityDescriptor."),
+    force_authn: flag.describe(
+      "When true, the IdP must prompt for credentials on each redirect for authentication, even if the user has a valid IdP session.",
+    ),
+    allow_idp_initiated: flag.describe(
+      "When true, the IdP may start a login directly. The IdP should set the RelayState parameter to the target URL to which the user is sent after the assertion is processed.",
+    ),
+    authorized_groups: textList.describe(
+      "When present, only members of one of the listed groups may access the endpoint.",
+    ),
+    nameid_format: z
+      .enum(NAMEID_FORMATS, { error: `must be one of ${NAMEID_FORMATS.join(", ")}` })
+      .default(DEFAULT_NAMEID_FORMAT)
+      .describe(
+        `Name identifier format the service expects in assertions. Default ${DEFAULT_NAMEID_FORMAT}.`,
+      ),
+  })
+  .describe("SAML module: end users authenticate with a SAML identity provider.");
 /** Fields the service computes for a SAML module; they appear only in responses. */
 export const samlComputedSchema = z.object({
-  entity_id: z.string(),
-  assertion_consumer_service_url: z.string(),
-  single_logout_url: z.string(),
-  request_signing_certificate_pem: z.string(),
-  metadata_url: z.string(),
+  entity_id: z.string().describe("Service-provider entity ID, always a URL, equal to the metadata URL."),
+  assertion_consumer_service_url: z.string().describe("Public URL of the assertion consumer service."),
+  single_logout_url: z.string().describe("Public URL of the single logout service."),
+  request_signing_certificate_pem: z
+    .string()
+    .describe("PEM-encoded X.509 certificate of the key pair that signs all SAML requests made to the IdP."),
+  metadata_url: z.string().describe("Public URL where the service-provider metadata is hosted."),
 });
-export const samlResponseSchema = z.object({ ...samlMutateSchema.shape, ...samlComputedSchema.shape });
+export const samlResponseSchema = z
+  .object({ ...samlMutateSchema.shape, ...samlComputedSchema.shape })
+  .describe(samlMutateSchema.description!);
 
-export const userAgentFilterSchema = z.strictObject({ enabled, allow: textList, deny: textList });
+export const userAgentFilterSchema = z
+  .strictObject({
+    enabled,
+    allow: textList.describe("User agents allowed (the contract gives no further semantics)."),
+    deny: textList.describe("User agents denied (the contract gives no further semantics)."),
+  })
+  .describe("User agent filter module.");
 
-export const trafficPolicySchema = z.strictObject({ enabled, value: requiredText("value") });
+export const trafficPolicySchema = z
+  .strictObject({
+    enabled,
+    value: requiredText("value").describe("The traffic policy to apply to the endpoint's traffic."),
+  })
+  .describe("Traffic policy module: a traffic policy applied to the route's traffic.");
 
 // ---------------------------------------------------------------- registry
 
@@ -315,6 +460,29 @@ export function isRouteModuleName(name: string): name is RouteModuleName {
 /** Modules that authenticate end users; a route carries at most one of them. */
 export const AUTH_MODULES = ["oauth", "oidc", "saml"] as const satisfies readonly RouteModuleName[];
 export type AuthModuleName = (typeof AUTH_MODULES)[number];
+export const isAuthModule = (name: string): name is AuthModuleName =>
+  (AUTH_MODULES as readonly string[]).includes(name);
+
+/**
+ * gaps.md: at most one of oauth, oidc and saml on a route at a time. `configured` are the
+ * modules the route would carry, `written` those the request (or program) sets: the problem is
+ * reported on the one being written. The one statement of the rule, for the service and the provider.
+ */
+export function authModuleProblem(
+  configured: Iterable<string>,
+  written: Iterable<string> = configured,
+): Problem | undefined {
+  const has = new Set(configured);
+  const present = AUTH_MODULES.filter((m) => has.has(m));
+  if (present.length <= 1) return undefined;
+  const writing = new Set(written);
+  const field = present.find((m) => writing.has(m)) ?? present[present.length - 1]!;
+  const others = present.filter((m) => m !== field);
+  return {
+    field,
+    msg: `a route can have only one of oauth, oidc and saml; it would also have ${others.join(" and ")} (remove ${others.length > 1 ? "those" : "that one"} first)`,
+  };
+}
 
 /** Canonical request shape of a module (what parsing a request yields). */
 export type ModuleRequest<M extends RouteModuleName> = z.output<(typeof ROUTE_MODULES)[M]["request"]>;

@@ -1,7 +1,7 @@
 /** HTTPS edge routes: create/update request bodies, the route resource, its list page. */
 import { z } from "zod";
 import { DESCRIPTION_MAX_BYTES, MATCH_TYPES, METADATA_MAX_BYTES } from "./limits";
-import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
+import { authModuleProblem, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 
 const utf8 = new TextEncoder();
 /** A string limited in UTF-8 bytes (not characters), as the contract's limits are. */
@@ -10,12 +10,19 @@ export const boundedText = (maxBytes: number) =>
     error: `must be at most ${maxBytes} bytes of UTF-8`,
   });
 
-export const descriptionSchema = boundedText(DESCRIPTION_MAX_BYTES);
-export const metadataSchema = boundedText(METADATA_MAX_BYTES);
-export const matchTypeSchema = z.enum(MATCH_TYPES, { error: `must be one of ${MATCH_TYPES.join(", ")}` });
+export const descriptionSchema = boundedText(DESCRIPTION_MAX_BYTES).describe(
+  `Human-readable text. At most ${DESCRIPTION_MAX_BYTES} bytes of UTF-8.`,
+);
+export const metadataSchema = boundedText(METADATA_MAX_BYTES).describe(
+  `Arbitrary machine-readable user data. At most ${METADATA_MAX_BYTES} bytes of UTF-8.`,
+);
+export const matchTypeSchema = z
+  .enum(MATCH_TYPES, { error: `must be one of ${MATCH_TYPES.join(", ")}` })
+  .describe(`How \`match\` selects requests: ${MATCH_TYPES.map((t) => `"${t}"`).join(" or ")}.`);
 export const matchSchema = z
   .string({ error: "is required (a path, a host, or a host followed by a path)" })
-  .min(1, { error: "must not be empty" });
+  .min(1, { error: "must not be empty" })
+  .describe("Route selector: a path, a host, or a host followed by a path.");
 
 type ModuleFields<Mode extends "request"> = {
   [M in RouteModuleName]: z.ZodOptional<z.ZodNullable<(typeof ROUTE_MODULES)[M][Mode]>>;
@@ -24,14 +31,19 @@ const moduleRequestFields = Object.fromEntries(
   ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].request.nullable().optional()]),
 ) as unknown as ModuleFields<"request">;
 
-/** POST /edges/https/{edge_id}/routes. `match_type` and `match` are required. */
-export const routeCreateSchema = z.strictObject({
-  match_type: matchTypeSchema,
-  match: matchSchema,
-  description: descriptionSchema.default(""),
-  metadata: metadataSchema.default(""),
-  ...moduleRequestFields,
-});
+/** POST /edges/https/{edge_id}/routes. `match_type` and `match` are required; one auth module at most. */
+export const routeCreateSchema = z
+  .strictObject({
+    match_type: matchTypeSchema,
+    match: matchSchema,
+    description: descriptionSchema.default(""),
+    metadata: metadataSchema.default(""),
+    ...moduleRequestFields,
+  })
+  .superRefine((route, ctx) => {
+    const problem = authModuleProblem(ROUTE_MODULE_NAMES.filter((m) => route[m] != null));
+    if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.msg });
+  });
 export type RouteCreate = z.input<typeof routeCreateSchema>;
 export type RouteCreateCanonical = z.output<typeof routeCreateSchema>;
 

@@ -49,9 +49,4 @@ export class ResponseCache {
     }
     return body;
   }
-
-  /** Entries held (for tests and diagnostics). */
-  get size(): number {
-    return this.bodies.size;
-  }
 }

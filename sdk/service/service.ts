@@ -5,12 +5,13 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import {
-  AUTH_MODULES,
+  authModuleProblem,
   edgeCreateSchema,
   type HttpsEdge,
   type HttpsEdgeList,
   isRouteModuleName,
   issuesToProblems,
+  NUM_BUCKETS_UNSET,
   PAGE_LIMIT_DEFAULT,
   PAGE_LIMIT_MAX,
   ROUTE_MODULE_NAMES,
@@ -118,8 +119,7 @@ export class EdgeService {
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Route {
     const input = parse(routeCreateSchema, body);
     const { match_type, match, description, metadata } = input;
-    const modules = pickModules(input);
-    assertOneAuthModule(modules, Object.keys(modules));
+    const modules = pickModules(input); // one auth module at most: the schema's rule
     const id = newId("route");
     return this.store.write(() =>
       this.once(
@@ -181,7 +181,7 @@ export class EdgeService {
         metadata: patch.metadata ?? row.metadata,
         modules: { ...row.modules, ...modules },
       };
-      assertOneAuthModule(next.modules, Object.keys(modules));
+      assertOneAuthModule(next.modules, modules);
       uniqueMatch(next, () => this.store.updateRoute(id, next));
       this.ensureSamlKey(id, modules);
       return this.renderRoutes([next], ctx)[0]!;
@@ -203,7 +203,7 @@ export class EdgeService {
     return this.store.write(() => {
       const row = this.requireRoute(edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
-      assertOneAuthModule(next.modules, [module]);
+      assertOneAuthModule(next.modules, { [module]: config });
       this.store.updateRoute(id, next); // only modules change: no unique key is touched
       this.ensureSamlKey(id, { [module]: config });
       return this.renderRoutes([next], ctx)[0]![module];
@@ -421,6 +421,9 @@ function renderModule(
       return { enabled: c.enabled, backend: backendRef(String(c.backend_id), ctx) };
     case "ip_restriction":
       return renderIpPolicy(c as unknown as IpPolicyConfig, ctx);
+    case "circuit_breaker":
+      // Responses are total: an unset num_buckets is rendered as the contract's 0.
+      return { ...c, num_buckets: c.num_buckets ?? NUM_BUCKETS_UNSET };
     case "saml": {
       const saml = `${ctx.baseUrl}/saml/${routeId}`;
       return {
@@ -444,18 +447,10 @@ function pickModules(body: Record<string, unknown>): ModuleConfigs {
   return out;
 }
 
-/** gaps.md: at most one of oauth, oidc and saml on a route at a time. */
-function assertOneAuthModule(resulting: ModuleConfigs, written: string[]): void {
-  const present = AUTH_MODULES.filter((m) => resulting[m] !== undefined);
-  if (present.length <= 1) return;
-  const incoming = present.find((m) => written.includes(m)) ?? present[present.length - 1]!;
-  const others = present.filter((m) => m !== incoming);
-  throw ApiError.invalid([
-    {
-      field: incoming,
-      msg: `a route can have only one of oauth, oidc and saml; it already has ${others.join(" and ")} (delete that module first)`,
-    },
-  ]);
+/** The contract's one-auth-module rule, on the modules a write leaves the route with. */
+function assertOneAuthModule(resulting: ModuleConfigs, written: ModuleConfigs): void {
+  const problem = authModuleProblem(Object.keys(resulting), Object.keys(written));
+  if (problem) throw ApiError.invalid([problem]);
 }
 
 /** Runs a write of `route`; a clash with another route's (match_type, match) becomes the API's 409. */

@@ -7,8 +7,8 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
-import { Checkpointer } from "./checkpointer";
 import { WalIndexWatch } from "./wal-index";
+import { WalMaintenance } from "./wal-maintenance";
 
 /** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
 export const MIGRATIONS: readonly string[] = [
@@ -84,17 +84,6 @@ export const MIGRATIONS: readonly string[] = [
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-/**
- * With background checkpoints: the WAL length (4 KiB pages, 64 MiB) past which it is started
- * over. Starting over costs the server one fsync (5–13 ms measured here), so rarely is better.
- * The file itself is rewritten from its start, not cut (see WAL_FILE_SLACK).
- */
-const REWIND_WAL_ABOVE_PAGES = 16_384;
-/** With background checkpoints: the WAL file's size bound, as a multiple of the rewind length. */
-const WAL_FILE_SLACK = 1.5;
-/** With background checkpoints: writes in a row without the event loop turning, then a checkpoint. */
-const WRITES_WITHOUT_REPORT = 1_000;
-
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {
   seq: number;
@@ -134,11 +123,11 @@ export interface StoreOptions {
 type Raw = Record<string, unknown>;
 const edgeFromRaw = (r: Raw): EdgeRow => ({
   ...(r as unknown as EdgeRow),
-  hostports: JSON.parse(String(r.hostports)),
+  hostports: JSON.parse(String(r.hostports)) as string[],
 });
 const routeFromRaw = (r: Raw): RouteRow => ({
   ...(r as unknown as RouteRow),
-  modules: JSON.parse(String(r.modules)),
+  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
 });
 
 export class Store {
@@ -150,9 +139,8 @@ export class Store {
   private walWatch?: WalIndexWatch;
   /** The fallback: `PRAGMA data_version` (commits by other connections). */
   private dataVersion?: Database.Statement;
-  private checkpointer?: Checkpointer;
-  /** With background checkpoints: writes since the worker's last report reached us. */
-  private writesUnreported = 0;
+  /** A server's checkpoints off the request path (see WalMaintenance). */
+  private wal?: WalMaintenance;
   readonly location: string;
 
   private constructor(db: Database.Database, location: string) {
@@ -183,24 +171,7 @@ export class Store {
     // After the first transaction, so the -shm file exists (it lives as long as our connection).
     if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
     if (opts.backgroundCheckpoints && store.walWatch) {
-      const rewindAbove = opts.rewindWalAbovePages ?? REWIND_WAL_ABOVE_PAGES;
-      db.pragma("wal_autocheckpoint = 0");
-      // The WAL file is kept at its length when started over (rewritten from the start, never
-      // cut): cutting 64 MiB off a file held the event loop for 10–30 ms on every rewind. The
-      // slack is for the frames written between the worker's report and the rewind.
-      const pageSize = (db.prepare("PRAGMA page_size").raw(true).get() as [number])[0];
-      if (!(pageSize > 0)) throw new Error(`unexpected SQLite page size ${String(pageSize)}`);
-      db.pragma(`journal_size_limit = ${Math.ceil(rewindAbove * WAL_FILE_SLACK) * pageSize}`);
-      store.checkpointer = new Checkpointer({
-        location,
-        onProgress: (walPages) => {
-          store.writesUnreported = 0;
-          // The worker has copied nearly all of it: copy the rest, so the next write starts over.
-          if (walPages > rewindAbove) store.checkpointHere();
-        },
-        // Never left without checkpoints: SQLite's own come back if the worker is gone.
-        onFailure: () => db.pragma("wal_autocheckpoint = 1000"),
-      });
+      store.wal = new WalMaintenance(db, location, { rewindWalAbovePages: opts.rewindWalAbovePages });
     }
     return store;
   }
@@ -260,16 +231,8 @@ export class Store {
       return this.db.transaction(fn).immediate();
     } finally {
       this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
-      // The worker's reports arrive through the event loop: a caller writing in a loop that never
-      // yields would grow the WAL without bound (and slow every read), so checkpoint here then.
-      if (this.checkpointer && ++this.writesUnreported >= WRITES_WITHOUT_REPORT) this.checkpointHere();
+      this.wal?.afterWrite();
     }
-  }
-
-  /** With background checkpoints: copies on this connection what the worker has not copied yet. */
-  private checkpointHere(): void {
-    this.writesUnreported = 0;
-    this.db.pragma("wal_checkpoint(PASSIVE)");
   }
 
   /**
@@ -294,7 +257,7 @@ export class Store {
   }
 
   close(): void {
-    this.checkpointer?.stop();
+    this.wal?.stop();
     this.walWatch?.close();
     this.db.close();
   }
@@ -442,17 +405,6 @@ export class Store {
       response,
       createdAt,
     );
-  }
-
-  /** Counts rows of every table: used by tests to prove a rejected request changed nothing. */
-  fingerprint(): string {
-    const tables = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions"];
-    return tables
-      .map((t) => {
-        const rows = this.sql(`SELECT * FROM ${t} ORDER BY 1, 2`).all();
-        return `${t}:${JSON.stringify(rows)}`;
-      })
-      .join("\n");
   }
 }
 

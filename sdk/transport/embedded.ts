@@ -1,7 +1,6 @@
 import { resolve } from "node:path";
-import { createEdgeApp } from "../service/app";
-import { Store } from "../service/store";
-import type { Transport } from "./index";
+import type { Store } from "../service/store";
+import type { Transport } from "./types";
 
 export interface EmbeddedTransportOptions {
   /** Data directory of the embedded database (created on first use), or ":memory:". */
@@ -15,11 +14,17 @@ export const EMBEDDED_ORIGIN = "http://edge-service.embedded";
 // connection per process keeps in-process writers serialised by the event loop.
 const apps = new Map<string, { store: Store; fetch: (req: Request) => Response | Promise<Response> }>();
 
-/** Calls the bundled service in this process: no socket, nothing to start. */
+/**
+ * Calls the bundled service in this process: no socket, nothing to start. The service (Hono,
+ * SQLite's native binding) is loaded on the first call, never by importing this module: a program
+ * that talks to a remote service never loads it.
+ */
 export function embeddedTransport(opts: EmbeddedTransportOptions): Transport {
   const key = opts.dataDir === ":memory:" ? `:memory:${apps.size}` : resolve(opts.dataDir);
   let entry = opts.dataDir === ":memory:" ? undefined : apps.get(key);
   if (!entry) {
+    const { Store } = require("../service/store") as typeof import("../service/store");
+    const { createEdgeApp } = require("../service/app") as typeof import("../service/app");
     const store = Store.open(opts.dataDir);
     const app = createEdgeApp({ store });
     entry = { store, fetch: (req) => app.fetch(req) };

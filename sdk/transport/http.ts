@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Transport } from "./index";
+import type { Transport } from "./types";
 
 export interface HttpTransportOptions {
   /** Base URL of a running edge service, e.g. http://127.0.0.1:8080 */
@@ -102,7 +102,7 @@ function errorCode(error: unknown): string {
   const e = error as { name?: unknown; code?: unknown; cause?: { code?: unknown; name?: unknown } };
   // String codes only: a timeout is a DOMException whose legacy numeric `code` (23) is no code of ours.
   const found = [e?.cause?.code, e?.code, e?.cause?.name, e?.name].find((c) => typeof c === "string");
-  return (found as string | undefined) ?? "unknown";
+  return found ?? "unknown";
 }
 
 function connectionError(error: unknown, baseUrl: string, code: string): Error {

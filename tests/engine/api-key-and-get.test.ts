@@ -3,6 +3,7 @@
  * secret read at call time), the key never lands in the state, a wrong key fails clearly; and
  * the classes' static get read existing objects.
  */
+import { fingerprint } from "../support/fingerprint";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,9 +63,9 @@ test("a wrong key fails clearly and changes nothing", async () => {
   await setSpec(stack, changed);
   await stack.setConfig("edge:apiKey", { value: "wrong-key", secret: true });
   try {
-    const before = server.store.fingerprint();
+    const before = fingerprint(server.store);
     await expect(stack.up(quiet)).rejects.toThrow(/401 ERR_EDGE_401: the API key is not valid/);
-    expect(server.store.fingerprint()).toBe(before); // the PATCH was refused: nothing changed
+    expect(fingerprint(server.store)).toBe(before); // the PATCH was refused: nothing changed
   } finally {
     await stack.setConfig("edge:apiKey", { value: API_KEY, secret: true });
     await setSpec(stack, spec);

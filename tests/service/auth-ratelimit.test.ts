@@ -2,6 +2,7 @@
  * Authentication (bearer key on every operation, constant-time comparison) and the optional rate
  * limit (429 + Retry-After) — over real HTTP and in-process (the app's own fetch).
  */
+import { fingerprint } from "../support/fingerprint";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { EdgeClient } from "../../sdk/client";
@@ -130,7 +131,7 @@ describe.each(AUTH_FIXTURES)("authentication %s", (_name, make) => {
 
     for (const [method, p, body, status] of ops) {
       for (const [label, headers] of REFUSED) {
-        const before = fx.store.fingerprint();
+        const before = fingerprint(fx.store);
         const res = await send(method, p(), body?.(), headers);
         try {
           expectErrorBody(res, 401, ERROR_CODES.unauthorized.code, null);
@@ -138,7 +139,7 @@ describe.each(AUTH_FIXTURES)("authentication %s", (_name, make) => {
           throw new Error(`${method} ${p()} with ${label}: ${(e as Error).message}`);
         }
         expect(res.headers.get("www-authenticate")).toBe("Bearer");
-        expect(fx.store.fingerprint()).toBe(before);
+        expect(fingerprint(fx.store)).toBe(before);
       }
       const res = await send(method, p(), body?.(), ok);
       expect([method, p(), res.status]).toEqual([method, p(), status]);
@@ -173,7 +174,7 @@ describe.each(AUTH_FIXTURES)("authentication %s", (_name, make) => {
 });
 
 describe("constant-time key comparison (source)", () => {
-  const source = fs.readFileSync(path.join(__dirname, "../../sdk/service/app.ts"), "utf8");
+  const source = fs.readFileSync(path.join(__dirname, "../../sdk/service/middleware/bearer-auth.ts"), "utf8");
 
   it("compares SHA-256 digests of both keys with crypto.timingSafeEqual", () => {
     expect(source).toMatch(/import\s*\{[^}]*\btimingSafeEqual\b[^}]*\}\s*from\s*"node:crypto"/);
@@ -208,10 +209,10 @@ describe.each(AUTH_FIXTURES)("rate limit %s", (_name, make) => {
       expectErrorBody(limited, 429, ERROR_CODES.rateLimited.code, null);
       expect(limited.headers.get("retry-after")).toBe("30");
 
-      const before = fx.store.fingerprint();
+      const before = fingerprint(fx.store);
       const post = await raw(fx.transport, "POST", "/edges/https", { body: {} });
       expectErrorBody(post, 429, ERROR_CODES.rateLimited.code, null);
-      expect(fx.store.fingerprint()).toBe(before);
+      expect(fingerprint(fx.store)).toBe(before);
 
       now.mockReturnValue(T + 29_500);
       expect((await raw(fx.transport, "GET", "/edges/https")).headers.get("retry-after")).toBe("1");

@@ -3,6 +3,7 @@
  * scale (per-request work must not grow with the number of stored routes) — over real HTTP and
  * in-process.
  */
+import { fingerprint } from "../support/fingerprint";
 import { ERROR_CODES, type RouteModuleName } from "../../sdk/contract";
 import { Store } from "../../sdk/service/store";
 import { COMPATIBLE_MODULES, FIXTURES, type Fixture, IDP_METADATA, raw } from "./helpers";
@@ -176,8 +177,7 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     expect(list.routes[0]!.description).toBe(created[0]!.json.description);
     // Nothing stored from the losers: one row, with the winner's one module.
     const routeRows = JSON.parse(
-      fx.store
-        .fingerprint()
+      fingerprint(fx.store)
         .split("\n")
         .find((l) => l.startsWith("routes:"))!
         .slice("routes:".length),

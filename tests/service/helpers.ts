@@ -2,6 +2,7 @@
  * Shared fixtures of the service tests: the same suite runs over real HTTP (a `startServer` on an
  * ephemeral port) and in-process (`embeddedTransport`), against a database in a temp directory.
  */
+import { fingerprint } from "../support/fingerprint";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -30,7 +31,7 @@ export interface Fixture {
   baseUrl: string;
   transport: Transport;
   client: EdgeClient;
-  /** A connection to the fixture's database: `store.fingerprint()` proves rejected requests changed nothing. */
+  /** A connection to the fixture's database: `fingerprint(store)` proves rejected requests changed nothing. */
   store: Store;
   dataDir: string;
   close(): Promise<void>;
@@ -165,10 +166,10 @@ export async function expectRejected(
   code: string,
   field: string | null,
 ): Promise<RawResponse> {
-  const before = fx.store.fingerprint();
+  const before = fingerprint(fx.store);
   const res = await raw(fx.transport, method, urlPath, opts);
   expectErrorBody(res, status, code, field);
-  expect(fx.store.fingerprint()).toBe(before);
+  expect(fingerprint(fx.store)).toBe(before);
   return res;
 }
 

@@ -3,6 +3,7 @@
  * (a migrated route renders exactly like the same route created today), a migration that fails
  * changes nothing, and a directory from a newer version is refused.
  */
+import { fingerprint } from "../support/fingerprint";
 import * as path from "node:path";
 import Database from "libsql";
 import type { Route } from "../../sdk/contract";
@@ -150,7 +151,7 @@ describe("schema migrations", () => {
       }),
     ).toThrow(/FOREIGN KEY/);
     service.deleteEdge("https", edgeId);
-    expect(store.fingerprint()).toBe(
+    expect(fingerprint(store)).toBe(
       ["edges:[]", "routes:[]", "route_saml_keys:[]", "tls_ip_restrictions:[]"].join("\n"),
     );
   });

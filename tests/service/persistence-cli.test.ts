@@ -3,6 +3,7 @@
  * in-process embedded transport sharing one data directory, and the CLI itself: SIGTERM, refusing
  * a public address without a key, requiring the key, and logs free of keys and secrets.
  */
+import { fingerprint } from "../support/fingerprint";
 import * as crypto from "node:crypto";
 import * as path from "node:path";
 import { EdgeClient } from "../../sdk/client";
@@ -48,12 +49,12 @@ describe("persistence across a restart", () => {
         tls: await c1.getTlsEdge(tls.id),
         routes: await c1.listRoutes(edge.id),
       };
-      const fingerprint = first.store.fingerprint();
+      const stored = fingerprint(first.store);
       await first.close();
 
       const second = await startServer({ dataDir, port: 0 });
       try {
-        expect(second.store.fingerprint()).toBe(fingerprint);
+        expect(fingerprint(second.store)).toBe(stored);
         const c2 = new EdgeClient(httpTransport({ baseUrl: second.url, retries: 0 }));
         const rebase = (v: unknown) => JSON.parse(JSON.stringify(v).split(first.url).join(second.url));
         expect(await c2.getHttpsEdge(edge.id)).toEqual(rebase(before.edge));

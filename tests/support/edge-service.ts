@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 
 export const ROOT = path.join(__dirname, "../..");
-export const CLI = path.join(ROOT, "dist/sdk/service/cli.js");
+export const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
 
 /**
  * Compiles the package into dist when a source of sdk/, provider/ or index.ts is newer than its

@@ -5,8 +5,8 @@
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  */
 import { parseArgs } from "node:util";
+import { startServer } from "../service/server";
 import { embeddedTransport, httpTransport } from "../transport";
-import { startServer } from "./server";
 
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1] [--data ./.edge-service]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]

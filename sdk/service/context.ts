@@ -1,0 +1,64 @@
+/**
+ * What every handler and middleware of the app shares: the context's variables, the operation id,
+ * and the two ways an answer is built (success and error), so every answer carries its id.
+ */
+import type { Context } from "hono";
+import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER } from "../contract";
+import { ApiError } from "./errors";
+import { newOperationId } from "./ids";
+
+export type Env = { Variables: { operationId: string; body: unknown } };
+export type EdgeContext = Context<Env>;
+
+/** The request's operation id (`Request-Id`), made on first use. */
+export function operationId(c: EdgeContext): string {
+  let id = c.get("operationId");
+  if (id === undefined) {
+    id = newOperationId();
+    c.set("operationId", id);
+  }
+  return id;
+}
+
+/**
+ * A success answer: JSON (or no body) with its operation id. Headers are a plain object, which
+ * @hono/node-server writes straight to the socket; a Headers object costs more than a cached GET.
+ */
+export function respond(
+  c: EdgeContext,
+  status: number,
+  body: string | Uint8Array<ArrayBuffer> | null,
+): Response {
+  const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
+  if (body !== null) headers["Content-Type"] = "application/json";
+  return new Response(body, { status, headers });
+}
+
+/** An error answer in the shape of gaps.md, the operation id in the body and the header. */
+export function errorResponse(c: EdgeContext, err: ApiError): Response {
+  const id = operationId(c);
+  const [first] = err.problems;
+  const body: ErrorBody = {
+    error_code: ERROR_CODES[err.kind].code,
+    status_code: err.status,
+    msg: err.message,
+    details: {
+      operation_id: id,
+      ...(first ? { field: first.field } : {}),
+      ...(err.problems.length > 1 ? { problems: err.problems } : {}),
+    },
+  };
+  return new Response(JSON.stringify(body), {
+    status: err.status,
+    headers: { ...err.headers, "Content-Type": "application/json", [OPERATION_ID_HEADER]: id },
+  });
+}
+
+/** The answer for an error thrown anywhere: ours as they are, anything else a 500 that says nothing inside. */
+export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) => void): Response {
+  if (err instanceof ApiError) return errorResponse(c, err);
+  log?.(
+    `internal error ${operationId(c)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+  );
+  return errorResponse(c, new ApiError("internal", "internal server error (reported with its operation id)"));
+}
