@@ -1,7 +1,12 @@
-// Lint rules: typescript-eslint's recommended set, tuned for this codebase. Formatting is
-// prettier's job (npm run format); `npm run lint` checks both, and tsc --noEmit the types.
+// Lint rules: typescript-eslint's recommended sets. The product's code (sdk/, provider/,
+// index.ts) gets the type-aware set (recommendedTypeChecked: no unsafe any, floating promises,
+// misused promises...) and no `any` at all; tests, benchmarks and scripts the plain set.
+// Formatting is prettier's job (npm run format); `npm run lint` checks both, tsc the types and
+// dependency-cruiser the direction of dependencies (.dependency-cruiser.cjs).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+
+const product = ["index.ts", "sdk/**/*.ts", "provider/**/*.ts"];
 
 export default tseslint.config(
   {
@@ -13,6 +18,7 @@ export default tseslint.config(
       "coverage/**",
       "examples/*/node_modules/**",
       "bench/tmp/**",
+      "sdk/generated/**",
     ],
   },
   js.configs.recommended,
@@ -35,6 +41,19 @@ export default tseslint.config(
       ],
       // The serialized provider glue and the CommonJS scripts load modules with require on purpose.
       "@typescript-eslint/no-require-imports": "off",
+    },
+  },
+  ...tseslint.configs.recommendedTypeChecked.map((config) => ({ ...config, files: product })),
+  {
+    files: product,
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      "@typescript-eslint/no-explicit-any": "error",
+      // Lazy requires (the embedded service, the glue's runtime) are typed with `as typeof import(...)`.
+      "@typescript-eslint/no-require-imports": "off",
+      // An async function without await still promises its result (provider methods, parseEdgeConfig);
+      // floating and misused promises stay errors.
+      "@typescript-eslint/require-await": "off",
     },
   },
 );

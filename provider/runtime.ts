@@ -5,18 +5,17 @@
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { configureFromStack } from "./config";
-import { httpsEdgeProvider, tlsEdgeProvider } from "./dynamic/edges";
-import { routeProvider } from "./dynamic/route";
-import { tlsIpRestrictionProvider } from "./dynamic/tls-ip-restriction";
+import { dynamicProvider } from "./dynamic";
+import type { ResourceKind } from "./lifecycle";
 
-export const providers = {
-  httpsEdge: httpsEdgeProvider,
-  tlsEdge: tlsEdgeProvider,
-  httpsEdgeRoute: routeProvider,
-  tlsEdgeIpRestriction: tlsIpRestrictionProvider,
-} satisfies Record<string, dynamic.ResourceProvider>;
+export const providers: { [K in ResourceKind]: ReturnType<typeof dynamicProvider<K>> } = {
+  httpsEdge: dynamicProvider("httpsEdge"),
+  tlsEdge: dynamicProvider("tlsEdge"),
+  httpsEdgeRoute: dynamicProvider("httpsEdgeRoute"),
+  tlsEdgeIpRestriction: dynamicProvider("tlsEdgeIpRestriction"),
+};
 
-export type ProviderKind = keyof typeof providers;
+export type ProviderKind = ResourceKind;
 
 export async function configure(req: dynamic.ConfigureRequest): Promise<void> {
   configureFromStack(req.config);

@@ -1,6 +1,6 @@
 /** Turns a validated edge configuration into resources: one per edge, route and module. */
 import * as pulumi from "@pulumi/pulumi";
-import { HttpsEdge, TlsEdge } from "../resources/edges";
+import { type EdgeArgs, HttpsEdge, TlsEdge } from "../resources/edges";
 import { HttpsEdgeRoute, type HttpsEdgeRouteArgs } from "../resources/route";
 import { TlsEdgeIpRestriction, type TlsEdgeIpRestrictionArgs } from "../resources/tls-ip-restriction";
 import { type EdgeConfig, SecretRef } from "./load";
@@ -23,11 +23,13 @@ export interface DeployedEdges {
  */
 export function deployEdgeConfig(config: EdgeConfig, options: DeployEdgeConfigOptions = {}): DeployedEdges {
   const secret = options.secret ?? ((name: string) => new pulumi.Config().requireSecret(name));
-  const resolve = (value: unknown): any => {
+  /** Every `!secret name` replaced by the secret it names; the shapes were checked when loaded. */
+  const resolve = <T>(value: unknown): T => resolveValue(value) as T;
+  const resolveValue = (value: unknown): unknown => {
     if (value instanceof SecretRef) return secret(value.name);
-    if (Array.isArray(value)) return value.map(resolve);
+    if (Array.isArray(value)) return value.map(resolveValue);
     if (value && typeof value === "object") {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]));
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolveValue(v)]));
     }
     return value;
   };
@@ -35,18 +37,25 @@ export function deployEdgeConfig(config: EdgeConfig, options: DeployEdgeConfigOp
 
   const deployed: DeployedEdges = { httpsEdges: {}, tlsEdges: {} };
   for (const [name, { routes, ...fields }] of Object.entries(config.httpsEdges)) {
-    const edge = new HttpsEdge(name, resolve(fields), opts);
+    const edge = new HttpsEdge(name, resolve<EdgeArgs>(fields), opts);
     const made: Record<string, HttpsEdgeRoute> = {};
     for (const [routeName, route] of Object.entries(routes)) {
-      const args = { ...resolve(route), edgeId: edge.id } as HttpsEdgeRouteArgs;
+      const args: HttpsEdgeRouteArgs = {
+        ...resolve<Omit<HttpsEdgeRouteArgs, "edgeId">>(route),
+        edgeId: edge.id,
+      };
       made[routeName] = new HttpsEdgeRoute(`${name}.${routeName}`, args, opts);
     }
     deployed.httpsEdges[name] = { edge, routes: made };
   }
   for (const [name, { ipRestriction, ...fields }] of Object.entries(config.tlsEdges)) {
-    const edge = new TlsEdge(name, resolve(fields), opts);
+    const edge = new TlsEdge(name, resolve<EdgeArgs>(fields), opts);
     const args =
-      ipRestriction && ({ ...resolve(ipRestriction), edgeId: edge.id } as TlsEdgeIpRestrictionArgs);
+      ipRestriction &&
+      ({
+        ...resolve<Omit<TlsEdgeIpRestrictionArgs, "edgeId">>(ipRestriction),
+        edgeId: edge.id,
+      } as TlsEdgeIpRestrictionArgs);
     deployed.tlsEdges[name] = {
       edge,
       ...(args ? { ipRestriction: new TlsEdgeIpRestriction(`${name}.ipRestriction`, args, opts) } : {}),

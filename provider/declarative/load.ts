@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { relative } from "node:path";
 import YAML, { LineCounter, type Document } from "yaml";
 import { z } from "zod";
-import { providers } from "../runtime";
+import { check, type ResourceKind } from "../model";
 
 /** A `!secret name` value: resolved from the stack's secret config at deployment. */
 export class SecretRef {
@@ -101,7 +101,7 @@ function pathSegments(property: string): (string | number)[] {
   for (const m of property.matchAll(/([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]/g)) {
     if (m[1] !== undefined) out.push(m[1]);
     else if (m[2] !== undefined) out.push(Number(m[2]));
-    else out.push(JSON.parse(`"${m[3]}"`));
+    else out.push(JSON.parse(`"${m[3]}"`) as string);
   }
   return out;
 }
@@ -133,13 +133,8 @@ export async function parseEdgeConfig(text: string, file = "edges.yaml"): Promis
   }
   const config = parsed.data as Omit<EdgeConfig, "file">;
   const problems: string[] = [];
-  const report = async (
-    kind: keyof typeof providers,
-    entry: (string | number)[],
-    inputs: Record<string, unknown>,
-  ) => {
-    const { failures = [] } =
-      (await providers[kind].check!({}, withPlaceholders(inputs) as Record<string, unknown>)) ?? {};
+  const report = (kind: ResourceKind, entry: (string | number)[], inputs: Record<string, unknown>) => {
+    const { failures } = check(kind, withPlaceholders(inputs));
     for (const f of failures) {
       problems.push(
         `${where([...entry, ...pathSegments(f.property)])}: ${entry.join(".")}: ${f.property}: ${f.reason}`,
@@ -149,10 +144,10 @@ export async function parseEdgeConfig(text: string, file = "edges.yaml"): Promis
 
   for (const [name, edge] of Object.entries(config.httpsEdges)) {
     const { routes, ...fields } = edge;
-    await report("httpsEdge", ["httpsEdges", name], fields);
+    report("httpsEdge", ["httpsEdges", name], fields);
     const selectors = new Map<string, string>();
     for (const [routeName, route] of Object.entries(routes)) {
-      await report("httpsEdgeRoute", ["httpsEdges", name, "routes", routeName], {
+      report("httpsEdgeRoute", ["httpsEdges", name, "routes", routeName], {
         ...route,
         edgeId: PLACEHOLDER_EDGE_ID,
       });
@@ -168,9 +163,9 @@ export async function parseEdgeConfig(text: string, file = "edges.yaml"): Promis
   }
   for (const [name, edge] of Object.entries(config.tlsEdges)) {
     const { ipRestriction, ...fields } = edge;
-    await report("tlsEdge", ["tlsEdges", name], fields);
+    report("tlsEdge", ["tlsEdges", name], fields);
     if (ipRestriction) {
-      await report("tlsEdgeIpRestriction", ["tlsEdges", name, "ipRestriction"], {
+      report("tlsEdgeIpRestriction", ["tlsEdges", name, "ipRestriction"], {
         ...ipRestriction,
         edgeId: PLACEHOLDER_EDGE_ID,
       });

@@ -3,7 +3,7 @@ import { z } from "zod";
 
 /** JSON with object keys sorted: equal values give equal strings. */
 export function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v) =>
+  return JSON.stringify(value, (_key, v: unknown) =>
     v && typeof v === "object" && !Array.isArray(v)
       ? Object.fromEntries(
           Object.keys(v)

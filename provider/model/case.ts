@@ -7,8 +7,9 @@
 const VERBATIM_MAPS = new Set(["request_headers.add", "response_headers.add"]);
 
 export const toSnake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+/** Engine-reserved names (`__provider`) are kept as they are. */
 export const toCamel = (key: string): string =>
-  key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+  key.startsWith("__") ? key : key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
 
 type Path = string[];
 

@@ -1,4 +1,8 @@
-/** The provider's `check`: the service's own schemas, failures named by Pulumi property path. */
+/**
+ * Validation of Pulumi-side inputs against the contract's own schemas, failures named by Pulumi
+ * property path. Never throws and never calls the API: it runs during previews. Values still
+ * unknown in a preview are not judged.
+ */
 import type { z } from "zod";
 import { ID_PATTERN, issuesToProblems } from "../../sdk/contract";
 import { camelPath, fromWire, nonCamelKeys, toCamel, toWire } from "./case";
@@ -9,9 +13,12 @@ export interface CheckFailure {
   reason: string;
 }
 
-export interface Checked {
-  /** Canonical inputs (defaults filled), or the inputs as given while some are unknown. */
-  inputs: Record<string, unknown>;
+export interface Checked<I> {
+  /**
+   * Canonical inputs (defaults filled) when every value is known; while some are unknown (a
+   * preview), the inputs as given, unknown values in place.
+   */
+  inputs: I;
   failures: CheckFailure[];
 }
 
@@ -21,28 +28,30 @@ export interface LocalInputs {
   adopt?: boolean;
 }
 
-/**
- * Validates Pulumi-side inputs against a wire schema. Never throws and never calls the API:
- * it runs during previews. Values still unknown in a preview are not judged.
- */
-export function checkAgainst(schema: z.ZodType, news: Record<string, unknown>, local: LocalInputs): Checked {
-  if (news === null || typeof news !== "object" || Array.isArray(news)) {
-    return { inputs: {}, failures: [{ property: "(inputs)", reason: "must be an object of properties" }] };
+export type Props = Record<string, unknown>;
+export const isProps = (v: unknown): v is Props => v !== null && typeof v === "object" && !Array.isArray(v);
+
+export function checkAgainst<I>(schema: z.ZodType, news: unknown, local: LocalInputs): Checked<I> {
+  if (!isProps(news)) {
+    return {
+      inputs: {} as I,
+      failures: [{ property: "(inputs)", reason: "must be an object of properties" }],
+    };
   }
   try {
-    return checkObject(schema, news, local);
+    return checkObject<I>(schema, news, local);
   } catch (e) {
     // Pathological inputs (e.g. nesting deep enough to exhaust the stack) fail; they never throw.
     const why = e instanceof Error ? e.message : String(e);
     return {
-      inputs: { ...news },
+      inputs: { ...news } as I,
       failures: [{ property: "(inputs)", reason: `could not be checked: ${why}` }],
     };
   }
 }
 
-function checkObject(schema: z.ZodType, news: Record<string, unknown>, local: LocalInputs): Checked {
-  const { __provider, edgeId, adopt, ...rest } = news;
+function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Checked<I> {
+  const { edgeId, adopt, ...rest } = news;
   const failures: CheckFailure[] = [];
 
   if (local.edgeId) {
@@ -85,10 +94,19 @@ function checkObject(schema: z.ZodType, news: Record<string, unknown>, local: Lo
   }
 
   const known = !containsUnknown(rest);
-  const canonical = result.success && known ? fromWire(result.data) : rest;
-  const inputs: Record<string, unknown> = { ...canonical };
+  const canonical = result.success && known ? fromWire<Props>(result.data) : rest;
+  const inputs: Props = { ...canonical };
   if (local.edgeId) inputs.edgeId = edgeId;
   if (adopt !== undefined) inputs.adopt = adopt;
-  if (__provider !== undefined) inputs.__provider = __provider;
-  return { inputs, failures };
+  return { inputs: inputs as I, failures };
+}
+
+/**
+ * The canonical form of inputs read back from state or from the service (already valid once):
+ * parsed through the same schema, so defaults written by any version are filled the same way.
+ * A value today's schema refuses is kept as it is (the diff then shows it as a change).
+ */
+export function canonicalAgainst<I>(schema: z.ZodType, value: Props, local: Props): I {
+  const result = schema.safeParse(toWire(value));
+  return { ...(result.success ? fromWire<Props>(result.data) : value), ...local } as I;
 }

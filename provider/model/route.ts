@@ -1,34 +1,115 @@
-/** HTTPS edge routes on the Pulumi side: response → outputs, outputs → canonical inputs. */
-import { type Route, ROUTE_MODULE_NAMES, type RouteModuleName, samlComputedSchema } from "../../sdk/contract";
-import { fromWire, toCamel } from "./case";
+/**
+ * HTTPS edge routes on the Pulumi side: check (program inputs → canonical inputs), the canonical
+ * form of stored state, response → outputs, canonical inputs → the smallest wire bodies. Every
+ * default comes from the contract's schemas; the rules stated here are stated nowhere else.
+ */
+import {
+  type ModuleRequest,
+  type ModuleRequestInput,
+  type ModuleResponse,
+  NUM_BUCKETS_UNSET,
+  ROUTE_MODULE_NAMES,
+  ROUTE_MODULES,
+  type Route,
+  type RouteCreate,
+  type RouteModuleName,
+  routeCreateSchema,
+  samlComputedSchema,
+} from "../../sdk/contract";
+import { deepEqual, minimize } from "./canonical";
+import { fromWire, toCamel, toWire } from "./case";
+import { canonicalAgainst, type Checked, checkAgainst, isProps, type Props } from "./check";
+import { comparableIpRestriction } from "./ip-policies";
+import type { ModuleInputs, ModuleProperty, RouteInputs, RouteOutputs } from "./types";
+import { containsUnknown } from "./unknown";
 
 /** Pulumi property name of each route module (`ip_restriction` → `ipRestriction`). */
-export const MODULE_PROPERTY: Record<RouteModuleName, string> = Object.fromEntries(
-  ROUTE_MODULE_NAMES.map((m) => [m, toCamel(m)]),
-) as Record<RouteModuleName, string>;
+export const MODULE_PROPERTY = Object.fromEntries(ROUTE_MODULE_NAMES.map((m) => [m, toCamel(m)])) as {
+  [M in RouteModuleName]: ModuleProperty<M>;
+};
+
+/**
+ * Modules that carry a credential (webhook `secret`, OAuth and OIDC `client_secret`): their
+ * values are kept secret whole, in inputs and outputs, whether or not the program marked them.
+ */
+export const SECRET_MODULES = [
+  "webhook_verification",
+  "oauth",
+  "oidc",
+] as const satisfies readonly RouteModuleName[];
 
 /** Output-only fields of a route and of its SAML module. */
 export const ROUTE_OUTPUT_ONLY = ["uri", "createdAt", "routeId"] as const;
 export const SAML_OUTPUT_ONLY = Object.keys(samlComputedSchema.shape).map(toCamel);
 
-/** A module's response shape in Pulumi terms: the input shape, plus read-only fields for SAML. */
-function moduleOutput(name: RouteModuleName, value: Record<string, unknown>): Record<string, unknown> {
-  switch (name) {
-    case "backend":
-      return { enabled: value.enabled, backendId: (value.backend as { id: string }).id };
-    case "ip_restriction":
-      return {
-        enabled: value.enabled,
-        ipPolicyIds: (value.ip_policies as { id: string }[]).map((r) => r.id),
-      };
-    default:
-      return fromWire(value, [name]);
+/** The route fields besides modules that a PATCH may carry. */
+export const ROUTE_FIELDS = ["matchType", "match", "description", "metadata"] as const;
+
+// ---------------------------------------------------------------- check
+
+/**
+ * Validates a program's inputs (the contract's create schema, which also states the
+ * one-auth-module rule) and returns them canonical. `olds` are the previous inputs, if any.
+ */
+export function checkRoute(news: unknown, olds?: unknown): Checked<RouteInputs> {
+  return checkAgainst<RouteInputs>(routeCreateSchema, withoutLegacyUnsetBuckets(news, olds), {
+    edgeId: true,
+    adopt: true,
+  });
+}
+
+/**
+ * State written by pulumi-edge 0.1 holds an unset `circuitBreaker.numBuckets` as 0 (what responses
+ * render). Under `ignoreChanges` the engine hands those old inputs back to check as news: a 0 that
+ * the old inputs hold too is that unset value. A 0 the program writes is still refused.
+ */
+function withoutLegacyUnsetBuckets(news: unknown, olds: unknown): unknown {
+  const cb = isProps(news) ? news.circuitBreaker : undefined;
+  const old = isProps(olds) ? olds.circuitBreaker : undefined;
+  if (
+    !isProps(cb) ||
+    cb.numBuckets !== NUM_BUCKETS_UNSET ||
+    !isProps(old) ||
+    old.numBuckets !== NUM_BUCKETS_UNSET
+  )
+    return news;
+  const { numBuckets: _unset, ...rest } = cb;
+  return { ...(news as Props), circuitBreaker: rest };
+}
+
+// ---------------------------------------------------------------- responses and state
+
+/** A module's response shape → its request shape: the inverse of edge-api.md's "Mapping of request to response". */
+export function moduleRequestOf<M extends RouteModuleName>(
+  name: M,
+  response: ModuleResponse<M>,
+): ModuleRequest<M> {
+  const r = response as ModuleResponse<RouteModuleName>;
+  if (name === "backend") {
+    const v = r as ModuleResponse<"backend">;
+    return { enabled: v.enabled, backend_id: v.backend.id } as ModuleRequest<M>;
   }
+  if (name === "ip_restriction") {
+    const v = r as ModuleResponse<"ip_restriction">;
+    return { enabled: v.enabled, ip_policy_ids: v.ip_policies.map((p) => p.id) } as ModuleRequest<M>;
+  }
+  if (name === "circuit_breaker") {
+    // Responses are total; "unset" is absent on this side.
+    const { num_buckets, ...rest } = r as ModuleResponse<"circuit_breaker">;
+    return (num_buckets === NUM_BUCKETS_UNSET ? rest : { ...rest, num_buckets }) as ModuleRequest<M>;
+  }
+  if (name === "saml") {
+    const v = r as ModuleResponse<"saml">;
+    return Object.fromEntries(
+      Object.entries(v).filter(([k]) => !(k in samlComputedSchema.shape)),
+    ) as ModuleRequest<M>;
+  }
+  return r as ModuleRequest<M>;
 }
 
 /** Outputs of an HttpsEdgeRoute from the route resource. Unconfigured modules are absent. */
-export function routeOutputs(route: Route): Record<string, unknown> {
-  const out: Record<string, unknown> = {
+export function routeFromResponse(route: Route): RouteOutputs {
+  const out: Props = {
     edgeId: route.edge_id,
     routeId: route.id,
     matchType: route.match_type,
@@ -39,28 +120,63 @@ export function routeOutputs(route: Route): Record<string, unknown> {
     createdAt: route.created_at,
   };
   for (const name of ROUTE_MODULE_NAMES) {
-    const value = route[name] as Record<string, unknown> | null;
+    const value = route[name];
     // Unconfigured modules are left out, not null: a null of a secret module would be
     // encrypted into every route's state (see BENCHMARKS.md), and absent reads the same as unset.
-    if (value !== null) out[MODULE_PROPERTY[name]] = moduleOutput(name, value);
+    if (value === null) continue;
+    const request = moduleRequestOf(name, value);
+    // SAML's outputs carry what the service computes, besides the request shape.
+    out[MODULE_PROPERTY[name]] = fromWire(name === "saml" ? value : request, [name]);
   }
-  return out;
+  return out as RouteOutputs;
 }
 
 /**
- * The canonical inputs that would produce these outputs: what `read` reports as inputs, and
- * the "current" side of every diff.
+ * The canonical inputs that stored state (outputs, or inputs of any earlier version) stands for:
+ * the "current" side of every diff, and what `read` reports as inputs.
  */
-export function routeInputsFromOutputs(outputs: Record<string, unknown>): Record<string, unknown> {
-  const inputs: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(outputs)) {
-    if (key.startsWith("__") || (ROUTE_OUTPUT_ONLY as readonly string[]).includes(key)) continue;
-    if (value === null || value === undefined) continue;
-    if (key === MODULE_PROPERTY.saml) {
-      const saml = { ...(value as Record<string, unknown>) };
-      for (const k of SAML_OUTPUT_ONLY) delete saml[k];
-      inputs[key] = saml;
-    } else inputs[key] = value;
+export function routeCanonical(stored: unknown): RouteInputs {
+  const { edgeId, ...rest } = isProps(stored) ? stored : {};
+  const value: Props = {};
+  for (const [key, v] of Object.entries(rest)) {
+    if (key.startsWith("__") || key === "adopt" || (ROUTE_OUTPUT_ONLY as readonly string[]).includes(key))
+      continue;
+    if (v === null || v === undefined) continue;
+    if (key === MODULE_PROPERTY.saml && isProps(v)) {
+      value[key] = Object.fromEntries(Object.entries(v).filter(([k]) => !SAML_OUTPUT_ONLY.includes(k)));
+    } else if (key === MODULE_PROPERTY.circuit_breaker && isProps(v) && v.numBuckets === NUM_BUCKETS_UNSET) {
+      const { numBuckets: _unset, ...cb } = v; // written by pulumi-edge 0.1: unset
+      value[key] = cb;
+    } else value[key] = v;
   }
-  return inputs;
+  return canonicalAgainst<RouteInputs>(routeCreateSchema, value, { edgeId });
+}
+
+/** Two values of one module mean the same configuration (an unknown desired value never does). */
+export function sameModule(name: RouteModuleName, current: unknown, desired: unknown): boolean {
+  if (containsUnknown(desired)) return false;
+  const comparable = name === "ip_restriction" ? comparableIpRestriction : (v: unknown) => v;
+  return deepEqual(comparable(current ?? null), comparable(desired ?? null));
+}
+
+// ---------------------------------------------------------------- requests
+
+/** A module's canonical value → the smallest request body with the same meaning. */
+export function moduleRequest<M extends RouteModuleName>(
+  name: M,
+  value: ModuleInputs<M>,
+): ModuleRequestInput<M> {
+  return minimize(ROUTE_MODULES[name].request, toWire(value, [name])) as ModuleRequestInput<M>;
+}
+
+/** The body of a create: every configured module, each minimal. */
+export function routeCreateRequest(desired: RouteInputs): RouteCreate {
+  const body: Props = { match_type: desired.matchType, match: desired.match };
+  if (desired.description) body.description = desired.description;
+  if (desired.metadata) body.metadata = desired.metadata;
+  for (const name of ROUTE_MODULE_NAMES) {
+    const value = desired[MODULE_PROPERTY[name]];
+    if (value != null) body[name] = moduleRequest(name, value as ModuleInputs<typeof name>);
+  }
+  return body as RouteCreate;
 }

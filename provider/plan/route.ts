@@ -2,7 +2,13 @@
  * The product's brain: from the current route (canonical, as read) and the desired one
  * (canonical, as checked) to a plan of API calls. Pure: no engine, no I/O.
  */
-import { AUTH_MODULES, isAuthModule, ROUTE_MODULE_NAMES, type RouteModuleName, type RouteUpdate } from "../../sdk/contract";
+import {
+  AUTH_MODULES,
+  isAuthModule,
+  ROUTE_MODULE_NAMES,
+  type RouteModuleName,
+  type RouteUpdate,
+} from "../../sdk/contract";
 import { deepEqual } from "../model/canonical";
 import { MODULE_PROPERTY, moduleRequest, ROUTE_FIELDS, sameModule } from "../model/route";
 import type { ModuleInputs, RouteInputs } from "../model/types";
@@ -63,7 +69,12 @@ const removedStep = (m: RouteModuleName): RouteStep => ({
  *   4. the remaining deletes.
  * If any call fails, the route is left with its backend disabled: closed, never open.
  */
-function orderSteps(current: RouteInputs, desired: RouteInputs, patch: Patch, removed: RouteModuleName[]): RouteStep[] {
+function orderSteps(
+  current: RouteInputs,
+  desired: RouteInputs,
+  patch: Patch,
+  removed: RouteModuleName[],
+): RouteStep[] {
   const steps: RouteStep[] = [];
   const authAdded = AUTH_MODULES.filter((m) => m in patch);
   const authRemoved = removed.filter(isAuthModule);
@@ -86,7 +97,7 @@ function orderSteps(current: RouteInputs, desired: RouteInputs, patch: Patch, re
       op: "patch",
       body: { backend: { ...moduleRequest("backend", backendNow), enabled: false } },
       why: `fail closed: disable the backend while authentication switches from ${from} to ${to}`,
-      leaves: `its backend disabled on purpose (fail closed) and ${from} still configured`,
+      leaves: `with its backend disabled on purpose (fail closed) and ${from} still configured`,
       next: "the backend was left disabled on purpose; run `pulumi up` again to finish the switch",
     });
     // Step 3 must re-send the backend to re-enable it, even if it did not change.
@@ -99,7 +110,7 @@ function orderSteps(current: RouteInputs, desired: RouteInputs, patch: Patch, re
       why: `remove ${m} before setting ${to} (one auth module at a time)`,
       ...(closed
         ? {
-            leaves: `its backend disabled on purpose (fail closed) and no authentication module`,
+            leaves: `with its backend disabled on purpose (fail closed) and no authentication module`,
             next: "the backend was left disabled on purpose; run `pulumi up` again to finish the switch",
           }
         : {}),

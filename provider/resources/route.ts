@@ -1,5 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { MATCH_TYPES, NAMEID_FORMATS } from "../../sdk/contract";
+import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+import type { RouteOutputs } from "../model/types";
 import { glueProviders } from "./glue";
+
+/** How `match` selects requests. */
+export type MatchType = (typeof MATCH_TYPES)[number];
+/** The SAML 2.0/1.1 name identifier formats the service supports. */
+export type NameidFormat = (typeof NAMEID_FORMATS)[number];
 
 type In<T> = pulumi.Input<T>;
 type List = In<In<string>[]>;
@@ -108,14 +116,14 @@ export interface OAuthArgs extends Module, SessionArgs {
 export interface SamlArgs extends Module, SessionArgs {
   /** Full XML IdP EntityDescriptor. */
   idpMetadata: In<string>;
-  /** When true, the IdP prompts for credentials on each login, even with a valid IdP session. */
+  /** When true, the IdP must prompt for credentials on each redirect for authentication, even if the user has a valid IdP session. */
   forceAuthn?: In<boolean>;
   /** When true, the IdP may start a login directly (it should set RelayState to the target URL). */
   allowIdpInitiated?: In<boolean>;
-  /** When present, only members of one of these groups may access the route. */
+  /** When present, only members of one of the listed groups may access the route. */
   authorizedGroups?: List;
-  /** Name identifier format expected in assertions. Default persistent. */
-  nameidFormat?: In<string>;
+  /** Name identifier format the service expects in assertions. Default `urn:oasis:names:tc:SAML:2.0:nameid-format:persistent`. */
+  nameidFormat?: In<NameidFormat>;
 }
 
 /** OIDC module. Stored as a secret. */
@@ -154,7 +162,7 @@ export interface HttpsEdgeRouteArgs {
   /** The HTTPS edge that owns the route. Changing it replaces the route. */
   edgeId: In<string>;
   /** How `match` selects requests: "exact_path" or "path_prefix". */
-  matchType: In<"exact_path" | "path_prefix" | (string & {})>;
+  matchType: In<MatchType>;
   /** Route selector: a path, a host, or a host followed by a path. */
   match: In<string>;
   /** Human-readable text. At most 255 bytes. */
@@ -182,46 +190,25 @@ export interface HttpsEdgeRouteArgs {
   adopt?: In<boolean>;
 }
 
-/** Output shape of a module: every field present (defaults filled). */
-type Canonical<T> = { [K in keyof T]-?: pulumi.Unwrap<T[K]> };
+/** Outputs of a route's modules: canonical (every default filled), absent when not configured. */
+type Out<P extends keyof RouteOutputs> = pulumi.Output<RouteOutputs[P]>;
 
-/** The SAML module as read back: the inputs plus what the service computes. */
-export type SamlOutput = Canonical<SamlArgs> & {
-  /** Service-provider entity ID (equal to the metadata URL). */
-  entityId: string;
-  /** Public URL of the assertion consumer service. */
-  assertionConsumerServiceUrl: string;
-  /** Public URL of the single logout service. */
-  singleLogoutUrl: string;
-  /** PEM X.509 certificate of the key pair that signs SAML requests to the IdP. */
-  requestSigningCertificatePem: string;
-  /** Public URL of the service-provider metadata. */
-  metadataUrl: string;
-};
+/** The SAML module as read back: its inputs plus what the service computes. */
+export type SamlOutput = NonNullable<RouteOutputs["saml"]>;
 
-/** Modules whose values hold secrets; their outputs (and inputs) are stored encrypted. */
-const SECRET_MODULES = ["webhookVerification", "oauth", "oidc"] as const;
-const MODULES = [
-  "backend",
-  "ipRestriction",
-  "circuitBreaker",
-  "compression",
-  "requestHeaders",
-  "responseHeaders",
-  "webhookVerification",
-  "oauth",
-  "saml",
-  "oidc",
-  "websocketTcpConverter",
-  "userAgentFilter",
-  "trafficPolicy",
-] as const;
+const MODULES = Object.values(MODULE_PROPERTY);
+const SECRETS = SECRET_MODULES.map((m) => MODULE_PROPERTY[m]);
 
+/**
+ * A route of an HTTPS edge. A module given here is managed whole: changing any field of it
+ * replaces that module on the service (PATCH), removing it deletes it with its own DELETE, and
+ * modules never given are left alone. Modules that carry a secret are stored encrypted.
+ */
 export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
   declare readonly edgeId: pulumi.Output<string>;
   /** The route's id on the service (also the resource id). */
   declare readonly routeId: pulumi.Output<string>;
-  declare readonly matchType: pulumi.Output<string>;
+  declare readonly matchType: pulumi.Output<MatchType>;
   declare readonly match: pulumi.Output<string>;
   declare readonly description: pulumi.Output<string>;
   declare readonly metadata: pulumi.Output<string>;
@@ -229,31 +216,31 @@ export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
   declare readonly uri: pulumi.Output<string>;
   /** RFC 3339 creation time. */
   declare readonly createdAt: pulumi.Output<string>;
-  declare readonly backend: pulumi.Output<Canonical<BackendArgs> | undefined>;
-  declare readonly ipRestriction: pulumi.Output<Canonical<IpRestrictionArgs> | undefined>;
-  declare readonly circuitBreaker: pulumi.Output<Canonical<CircuitBreakerArgs> | undefined>;
-  declare readonly compression: pulumi.Output<Canonical<CompressionArgs> | undefined>;
-  declare readonly requestHeaders: pulumi.Output<Canonical<HeadersArgs> | undefined>;
-  declare readonly responseHeaders: pulumi.Output<Canonical<HeadersArgs> | undefined>;
-  declare readonly webhookVerification: pulumi.Output<Canonical<WebhookVerificationArgs> | undefined>;
-  declare readonly oauth: pulumi.Output<Canonical<OAuthArgs> | undefined>;
-  declare readonly saml: pulumi.Output<SamlOutput | undefined>;
-  declare readonly oidc: pulumi.Output<Canonical<OidcArgs> | undefined>;
-  declare readonly websocketTcpConverter: pulumi.Output<Canonical<WebsocketTcpConverterArgs> | undefined>;
-  declare readonly userAgentFilter: pulumi.Output<Canonical<UserAgentFilterArgs> | undefined>;
-  declare readonly trafficPolicy: pulumi.Output<Canonical<TrafficPolicyArgs> | undefined>;
+  declare readonly backend: Out<"backend">;
+  declare readonly ipRestriction: Out<"ipRestriction">;
+  declare readonly circuitBreaker: Out<"circuitBreaker">;
+  declare readonly compression: Out<"compression">;
+  declare readonly requestHeaders: Out<"requestHeaders">;
+  declare readonly responseHeaders: Out<"responseHeaders">;
+  declare readonly webhookVerification: Out<"webhookVerification">;
+  declare readonly oauth: Out<"oauth">;
+  declare readonly saml: Out<"saml">;
+  declare readonly oidc: Out<"oidc">;
+  declare readonly websocketTcpConverter: Out<"websocketTcpConverter">;
+  declare readonly userAgentFilter: Out<"userAgentFilter">;
+  declare readonly trafficPolicy: Out<"trafficPolicy">;
 
   constructor(name: string, args: HttpsEdgeRouteArgs, opts?: pulumi.CustomResourceOptions) {
     const props: Record<string, unknown> = { description: undefined, metadata: undefined };
     for (const m of MODULES) props[m] = undefined;
     Object.assign(props, args, { uri: undefined, createdAt: undefined, routeId: undefined });
     // Secrets never reach the state in plaintext, whether or not the program marked them.
-    for (const m of SECRET_MODULES) if (args?.[m] !== undefined) props[m] = pulumi.secret(args[m]);
+    for (const m of SECRETS) if (args?.[m] !== undefined) props[m] = pulumi.secret(args[m]);
     super(
       glueProviders.httpsEdgeRoute,
       name,
       props,
-      { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRET_MODULES] },
+      { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRETS] },
       "edge",
       "HttpsEdgeRoute",
     );

@@ -1,22 +1,20 @@
 /**
- * The provider's `check` (`checkAgainst`): canonical inputs with defaults filled, failures named
- * by Pulumi (camelCase) property paths, unknown values not judged, never a throw.
+ * The model's `check` (`checkRoute`, `checkEdge`, over `checkAgainst`): canonical inputs with
+ * defaults filled, failures named by Pulumi (camelCase) property paths, unknown values not
+ * judged, never a throw.
  */
-import {
-  DEFAULT_COOKIE_PREFIX,
-  DEFAULT_NAMEID_FORMAT,
-  edgeCreateSchema,
-  routeCreateSchema,
-} from "../../sdk/contract";
+import { DEFAULT_COOKIE_PREFIX, DEFAULT_NAMEID_FORMAT, routeCreateSchema } from "../../sdk/contract";
 import { type CheckFailure, checkAgainst } from "../../provider/model/check";
+import { dynamicProvider } from "../../provider/dynamic";
+import { checkEdge } from "../../provider/model/edge";
+import { checkRoute as checkRouteInputs } from "../../provider/model/route";
 import { UNKNOWN } from "../../provider/model/unknown";
 import { EDGE_ID, IDP_METADATA, type Inputs, MODULE_MINIMAL } from "./support";
 
-const ROUTE = { edgeId: true, adopt: true } as const;
 const base = { edgeId: EDGE_ID, matchType: "path_prefix", match: "/app" };
 
 function checkRoute(props: Inputs, news: Inputs = { ...base, ...props }) {
-  return checkAgainst(routeCreateSchema, news, ROUTE);
+  return checkRouteInputs(news);
 }
 const properties = (failures: CheckFailure[]) => failures.map((f) => f.property);
 
@@ -123,17 +121,29 @@ describe("canonical inputs", () => {
       ipRestriction: { ipPolicyIds: ["b", "a"] },
     });
     expect(first.failures).toEqual([]);
-    expect(checkRoute({}, first.inputs)).toEqual(first);
+    expect(checkRoute({}, first.inputs as unknown as Inputs)).toEqual(first);
   });
 
-  test("__provider is preserved", () => {
+  test("the dynamic face hands the serialized provider (__provider) back from check", async () => {
     const provider = "serialized-provider-blob";
-    expect(checkRoute({ __provider: provider }).inputs.__provider).toBe(provider);
+    const check = (props: Inputs) =>
+      dynamicProvider("httpsEdgeRoute").check!(
+        {} as never,
+        { ...base, ...props } as never,
+      ) as unknown as Promise<{
+        inputs: Inputs;
+        failures: CheckFailure[];
+      }>;
+    expect((await check({ __provider: provider })).inputs.__provider).toBe(provider);
     // ...also while values are unknown, and when there are failures.
-    expect(checkRoute({ __provider: provider, description: UNKNOWN }).inputs.__provider).toBe(provider);
-    const bad = checkRoute({ __provider: provider, circuitBreaker: { numBuckets: 0 } });
+    expect((await check({ __provider: provider, description: UNKNOWN })).inputs.__provider).toBe(provider);
+    const bad = await check({ __provider: provider, circuitBreaker: { numBuckets: 0 } });
     expect(bad.failures).not.toEqual([]);
     expect(bad.inputs.__provider).toBe(provider);
+    // The model itself never sees it: a property of its own would be an unknown field.
+    expect(checkRoute({ __provider: provider }).failures).toEqual([
+      { property: "__provider", reason: expect.stringMatching(/unknown field/) },
+    ]);
   });
 
   test("adopt is passed through", () => {
@@ -266,7 +276,7 @@ describe("failures", () => {
     });
 
     test("a resource without edgeId refuses one", () => {
-      const result = checkAgainst(edgeCreateSchema, { edgeId: "x" }, {});
+      const result = checkEdge({ edgeId: "x" });
       expect(result.failures).toEqual([{ property: "edgeId", reason: "unknown property" }]);
     });
   });
@@ -365,7 +375,7 @@ describe("never throws on garbage", () => {
     ["an array", [1, { matchType: "exact_path" }]],
     ["true", true],
   ])("news is %s → failures, no throw", (_name, news) => {
-    expect(checkAgainst(routeCreateSchema, news as never, ROUTE)).toEqual({
+    expect(checkRouteInputs(news)).toEqual({
       inputs: {},
       failures: [{ property: "(inputs)", reason: "must be an object of properties" }],
     });

@@ -91,7 +91,7 @@ test("at most one of oauth, oidc and saml per route", async () => {
   );
   expect(await problems(both)).toEqual([
     expect.stringMatching(
-      /httpsEdges\.web\.routes\.api: saml: a route can have only one of oauth, oidc and saml/,
+      /httpsEdges\.web\.routes\.api: oidc: a route can have only one of oauth, oidc and saml; it would also have saml/,
     ),
   ]);
 });

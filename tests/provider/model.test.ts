@@ -16,8 +16,10 @@ import {
   MODULE_PROPERTY,
   ROUTE_OUTPUT_ONLY,
   SAML_OUTPUT_ONLY,
-  routeInputsFromOutputs,
-  routeOutputs,
+  routeCanonical,
+  moduleRequestOf,
+  routeCreateRequest,
+  routeFromResponse,
 } from "../../provider/model/route";
 import { containsUnknown, pathHitsUnknown, UNKNOWN } from "../../provider/model/unknown";
 import {
@@ -33,7 +35,6 @@ import {
   respond,
   storeCreate,
 } from "./support";
-import { createBody } from "../../provider/plan/route";
 import { prng } from "../support/prng";
 
 describe("case conversion", () => {
@@ -322,7 +323,7 @@ describe("minimize", () => {
     expect([...slots].sort()).toEqual([...OAUTH_PROVIDER_KEYS].sort());
   });
 
-  test("an unset num_buckets (0 in responses) is left out, so the body is a valid request", () => {
+  test("an unset num_buckets (0 in responses) reads back as absent, so the body is a valid request", () => {
     const response = circuitBreakerResponseSchema.parse({
       enabled: true,
       tripped_duration: 5,
@@ -331,9 +332,13 @@ describe("minimize", () => {
       volume_threshold: 0,
       error_threshold_percentage: 0,
     });
-    const body = minimize(ROUTE_MODULES.circuit_breaker.request, response);
+    const request = moduleRequestOf("circuit_breaker", response);
+    expect(request).not.toHaveProperty("num_buckets");
+    const body = minimize(ROUTE_MODULES.circuit_breaker.request, request);
     expect(body).toEqual({ tripped_duration: 5 });
-    expect(ROUTE_MODULES.circuit_breaker.request.parse(body)).toEqual(response);
+    expect(ROUTE_MODULES.circuit_breaker.request.parse(body)).toEqual(request);
+    // A set value reads back as itself.
+    expect(moduleRequestOf("circuit_breaker", { ...response, num_buckets: 7 }).num_buckets).toBe(7);
   });
 
   test("header maps are data: a header named like a field is kept", () => {
@@ -379,9 +384,9 @@ describe("unknown values", () => {
 
 // ---------------------------------------------------------------- route outputs and inputs
 
-describe("routeOutputs and routeInputsFromOutputs", () => {
+describe("routeFromResponse and routeCanonical", () => {
   const stored = storeCreate(
-    createBody(
+    routeCreateRequest(
       desired({
         description: "d",
         metadata: "m",
@@ -393,7 +398,7 @@ describe("routeOutputs and routeInputsFromOutputs", () => {
     ),
   );
   const response = respond(stored);
-  const outputs = routeOutputs(response);
+  const outputs = routeFromResponse(response);
 
   test("MODULE_PROPERTY names every module in camelCase", () => {
     expect(MODULE_PROPERTY).toEqual({
@@ -461,7 +466,7 @@ describe("routeOutputs and routeInputsFromOutputs", () => {
   });
 
   test("inputs from outputs: SAML computed fields, uri, createdAt, routeId and null modules stripped", () => {
-    const inputs = routeInputsFromOutputs({ ...outputs, __provider: "blob", __inputs: {} });
+    const inputs = routeCanonical({ ...outputs, __provider: "blob", __inputs: {} });
     expect(Object.keys(inputs).sort()).toEqual(
       [
         "edgeId",
@@ -495,13 +500,13 @@ describe("routeOutputs and routeInputsFromOutputs", () => {
     "inputs from outputs equal the checked inputs that created the route (every module, %s)",
     (auth) => {
       const want = desired({ description: "x", ...allModulesWith(auth) });
-      const inputs = routeInputsFromOutputs(routeOutputs(respond(storeCreate(createBody(want)))));
+      const inputs = routeCanonical(routeFromResponse(respond(storeCreate(routeCreateRequest(want)))));
       expect(inputs).toEqual(want);
     },
   );
 
   test("an output route without modules", () => {
     const want = desired({});
-    expect(routeInputsFromOutputs(routeOutputs(respond(storeCreate(createBody(want)))))).toEqual(want);
+    expect(routeCanonical(routeFromResponse(respond(storeCreate(routeCreateRequest(want)))))).toEqual(want);
   });
 });

@@ -1,19 +1,15 @@
 /**
- * The route planner (`planRoute`, `createBody`, `moduleBody`, `describePlan`): pure tests, no
+ * The route planner (`planRoute`, `routeCreateRequest`, `moduleRequest`, `describePlan`): pure tests, no
  * engine and no server. "Current" routes are produced the way the dynamic provider produces them
  * (create body → stored route → response → outputs → inputs), "desired" ones through `check`.
  */
 import { AUTH_MODULES, ROUTE_MODULE_NAMES, type RouteModuleName } from "../../sdk/contract";
 import { MODULE_PROPERTY } from "../../provider/model/route";
 import { UNKNOWN } from "../../provider/model/unknown";
-import {
-  createBody,
-  describePlan,
-  moduleBody,
-  planRoute,
-  type RoutePlan,
-  type RouteStep,
-} from "../../provider/plan/route";
+import { moduleRequest, routeCreateRequest } from "../../provider/model/route";
+import type { RouteInputs } from "../../provider/model/types";
+import { planRoute } from "../../provider/plan/route";
+import { describePlan, type RoutePlan, type RouteStep } from "../../provider/plan/types";
 import {
   allModulesWith,
   applyStep,
@@ -31,11 +27,15 @@ import {
 } from "./support";
 
 /** A step without its human-readable reason. */
-type Op = RouteStep extends infer S ? (S extends RouteStep ? Omit<S, "why"> : never) : never;
+type Op = RouteStep extends infer S
+  ? S extends RouteStep
+    ? Omit<S, "why" | "leaves" | "next">
+    : never
+  : never;
 
-/** The steps without their human-readable reasons, for exact comparison. */
+/** The steps without their human-readable texts (reason, state left, next action), for exact comparison. */
 function ops(plan: RoutePlan): Op[] {
-  return plan.steps.map(({ why: _why, ...rest }) => rest as Op);
+  return plan.steps.map(({ why: _why, leaves: _leaves, next: _next, ...rest }) => rest as Op);
 }
 
 describe("planRoute: no change", () => {
@@ -88,7 +88,7 @@ describe("planRoute: no change", () => {
   test("a module set to null on the desired side and absent on the current side is no change", () => {
     const want = desired({ compression: null, backend: { backendId: "bkd_1" } });
     const current = createdFrom(want);
-    expect(planRoute(current, { ...want, compression: null, oauth: undefined })).toEqual({
+    expect(planRoute(current, { ...want, compression: null, oauth: undefined } as never)).toEqual({
       replaces: [],
       changed: [],
       steps: [],
@@ -222,13 +222,15 @@ describe("planRoute: changes", () => {
       ["undefined → 'text'", undefined, "text", [{ op: "patch", body: { description: "text" } }]],
     ];
     test.each(cases)("%s", (_name, before, after, expected) => {
-      const current = { ...createdFrom(desired({})), description: before };
-      const want = { ...desired({}), description: after };
+      const current = { ...createdFrom(desired({})), description: before } as RouteInputs;
+      const want = { ...desired({}), description: after } as RouteInputs;
       const plan = planRoute(current, want);
       expect(ops(plan)).toEqual(expected);
       expect(plan.changed).toEqual(expected.length > 0 ? ["description"] : []);
       // After applying the plan and reading back, there is nothing left to do.
-      let route: WireRoute = storeCreate(createBody({ ...current, description: before ?? "" }));
+      let route: WireRoute = storeCreate(
+        routeCreateRequest({ ...current, description: before ?? "" } as RouteInputs),
+      );
       for (const step of plan.steps) route = applyStep(route, step);
       expect(planRoute(currentOf(route), want)).toEqual({ replaces: [], changed: [], steps: [] });
     });
@@ -242,7 +244,7 @@ describe("planRoute: changes", () => {
       backend: { enabled: true, backendId: UNKNOWN },
       trafficPolicy: UNKNOWN,
       description: UNKNOWN,
-    };
+    } as never;
     const plan = planRoute(current, want);
     expect(plan.replaces).toEqual([]);
     expect(plan.changed).toEqual(["description", "backend", "trafficPolicy"]);
@@ -287,24 +289,26 @@ describe("planRoute: changes", () => {
   });
 });
 
-describe("moduleBody and createBody", () => {
-  test("moduleBody keeps header names verbatim and drops defaults", () => {
-    const value = desired({ requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } } }).requestHeaders;
-    expect(moduleBody("request_headers", value)).toEqual({ add: { "X-Foo": "1", x_custom_header: "2" } });
+describe("moduleRequest and routeCreateRequest", () => {
+  test("moduleRequest keeps header names verbatim and drops defaults", () => {
+    const value = desired({
+      requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } },
+    }).requestHeaders!;
+    expect(moduleRequest("request_headers", value)).toEqual({ add: { "X-Foo": "1", x_custom_header: "2" } });
     const response = desired({
       responseHeaders: { add: { X_Powered_By: "me" }, remove: ["Server"] },
-    }).responseHeaders;
-    expect(moduleBody("response_headers", response)).toEqual({
+    }).responseHeaders!;
+    expect(moduleRequest("response_headers", response)).toEqual({
       add: { X_Powered_By: "me" },
       remove: ["Server"],
     });
   });
 
-  test("moduleBody of every full sample is its snake_case minimal form", () => {
+  test("moduleRequest of every full sample is its snake_case minimal form", () => {
     const bodies = Object.fromEntries(
       ROUTE_MODULE_NAMES.map((m) => [
         m,
-        moduleBody(m, desired({ [MODULE_PROPERTY[m]]: MODULE_SAMPLES[m] })[MODULE_PROPERTY[m]]),
+        moduleRequest(m, desired({ [MODULE_PROPERTY[m]]: MODULE_SAMPLES[m] })[MODULE_PROPERTY[m]] as never),
       ]),
     );
     expect(bodies).toEqual({
@@ -360,7 +364,7 @@ describe("moduleBody and createBody", () => {
     });
   });
 
-  test("createBody: wire names, header names verbatim, defaults and empty texts left out", () => {
+  test("routeCreateRequest: wire names, header names verbatim, defaults and empty texts left out", () => {
     const want = desired({
       matchType: "exact_path",
       match: "/x",
@@ -370,7 +374,7 @@ describe("moduleBody and createBody", () => {
       compression: {},
       oidc: MODULE_MINIMAL.oidc,
     });
-    expect(createBody(want)).toEqual({
+    expect(routeCreateRequest(want)).toEqual({
       match_type: "exact_path",
       match: "/x",
       backend: { backend_id: "bkd_1" },
@@ -381,8 +385,8 @@ describe("moduleBody and createBody", () => {
     });
   });
 
-  test("createBody carries description and metadata when set", () => {
-    expect(createBody(desired({ description: "d", metadata: "m" }))).toEqual({
+  test("routeCreateRequest carries description and metadata when set", () => {
+    expect(routeCreateRequest(desired({ description: "d", metadata: "m" }))).toEqual({
       match_type: "path_prefix",
       match: "/app",
       description: "d",
@@ -390,9 +394,9 @@ describe("moduleBody and createBody", () => {
     });
   });
 
-  test("createBody of a route with every module is a valid create that reads back identical", () => {
+  test("routeCreateRequest of a route with every module is a valid create that reads back identical", () => {
     const want = desired(allModulesWith("oauth"));
-    const body = createBody(want);
+    const body = routeCreateRequest(want);
     expect(Object.keys(body).sort()).toEqual(
       ["match", "match_type", ...ROUTE_MODULE_NAMES.filter((m) => m !== "oidc" && m !== "saml")].sort(),
     );
@@ -523,7 +527,7 @@ describe("fail-closed authentication switch", () => {
     const want = desired({ backend: backendOn, oauth: MODULE_SAMPLES.oauth });
     const plan = planRoute(current, want);
     expect(plan.steps).toHaveLength(1);
-    expect(ops(plan)[0]).toEqual({ op: "patch", body: { oauth: moduleBody("oauth", want.oauth) } });
+    expect(ops(plan)[0]).toEqual({ op: "patch", body: { oauth: moduleRequest("oauth", want.oauth!) } });
   });
 
   // ------------------------------------------------------------ generated combinations
@@ -585,7 +589,7 @@ describe("fail-closed authentication switch", () => {
   /** Plans, executes on the model, and checks the end state and that nothing is left to do. */
   function run(c: Combo): { start: WireRoute; states: WireRoute[]; plan: RoutePlan } {
     const want = desired(c.after);
-    const start = storeCreate(createBody(desired(c.before)));
+    const start = storeCreate(routeCreateRequest(desired(c.before)));
     const plan = planRoute(currentOf(start), want);
     let states: WireRoute[];
     try {
@@ -651,7 +655,9 @@ describe("fail-closed authentication switch", () => {
       ["oidc", "saml"],
       ["saml", "oauth"],
     ] as Array<[Auth, Auth]>) {
-      const start = storeCreate(createBody(desired({ backend: backendOn, [from]: MODULE_MINIMAL[from] })));
+      const start = storeCreate(
+        routeCreateRequest(desired({ backend: backendOn, [from]: MODULE_MINIMAL[from] })),
+      );
       const plan = planRoute(currentOf(start), desired({ backend: backendOn, [to]: MODULE_MINIMAL[to] }));
       expect(plan.steps).toHaveLength(3);
       for (let n = 0; n <= plan.steps.length; n++) {

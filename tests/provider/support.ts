@@ -16,9 +16,15 @@ import {
   routeUpdateSchema,
 } from "../../sdk/contract";
 import { fromWire, toWire } from "../../provider/model/case";
-import { checkAgainst } from "../../provider/model/check";
-import { MODULE_PROPERTY, routeInputsFromOutputs, routeOutputs } from "../../provider/model/route";
-import { createBody, type RouteStep } from "../../provider/plan/route";
+import {
+  MODULE_PROPERTY,
+  checkRoute,
+  routeCanonical,
+  routeCreateRequest,
+  routeFromResponse,
+} from "../../provider/model/route";
+import type { RouteInputs } from "../../provider/model/types";
+import type { RouteStep } from "../../provider/plan/types";
 
 export const EDGE_ID = "edghts_000000000000000000000000001";
 export const OTHER_EDGE_ID = "edghts_000000000000000000000000002";
@@ -113,12 +119,8 @@ export function allModulesWith(auth: (typeof AUTH_MODULES)[number]): Inputs {
 }
 
 /** What the provider's `check` makes of these route inputs (must be valid): the "desired" side. */
-export function desired(props: Inputs): Inputs {
-  const checked = checkAgainst(
-    routeCreateSchema,
-    { edgeId: EDGE_ID, matchType: "path_prefix", match: "/app", ...props },
-    { edgeId: true, adopt: true },
-  );
+export function desired(props: Inputs): RouteInputs {
+  const checked = checkRoute({ edgeId: EDGE_ID, matchType: "path_prefix", match: "/app", ...props });
   if (checked.failures.length > 0) throw new Error(`invalid sample: ${JSON.stringify(checked.failures)}`);
   return checked.inputs;
 }
@@ -195,6 +197,7 @@ export function respond(route: WireRoute, edgeId = EDGE_ID, id = ROUTE_ID): Rout
         enabled: m.enabled,
         backend: { id: m.backend_id, uri: `${BASE_URL}/backends/${m.backend_id}` },
       };
+    else if (name === "circuit_breaker") body[name] = { ...m, num_buckets: m.num_buckets ?? 0 };
     else if (name === "ip_restriction")
       body[name] = {
         enabled: m.enabled,
@@ -218,11 +221,11 @@ export function respond(route: WireRoute, edgeId = EDGE_ID, id = ROUTE_ID): Rout
 }
 
 /** The "current" side of a diff for a stored route, exactly as the dynamic provider builds it. */
-export function currentOf(route: WireRoute): Inputs {
-  return routeInputsFromOutputs(routeOutputs(respond(route)));
+export function currentOf(route: WireRoute): RouteInputs {
+  return routeCanonical(routeFromResponse(respond(route)));
 }
 
 /** The current side right after creating the route these desired inputs describe. */
-export function createdFrom(want: Inputs): Inputs {
-  return currentOf(storeCreate(createBody(want)));
+export function createdFrom(want: RouteInputs): RouteInputs {
+  return currentOf(storeCreate(routeCreateRequest(want)));
 }

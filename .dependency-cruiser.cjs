@@ -1,0 +1,115 @@
+// Dependency direction (README "Layout"), checked by `npm run lint`: data flows one way, from a
+// Pulumi program to the database, and no layer reaches up or sideways.
+//
+//   provider/resources, provider/declarative   the program side (classes, edges.yaml)
+//   provider/runtime, provider/dynamic          the dynamic face (in the engine's provider process)
+//   provider/lifecycle                          what each Pulumi operation does, face-neutral
+//   provider/plan                               pure plans + the one executor
+//   provider/model                              canonical types and pure functions
+//   sdk/cli                                     the edge-service command
+//   sdk/client → sdk/transport → sdk/service    the typed client, transports, the bundled API
+//   sdk/contract                                zod schemas: imports nothing of ours
+const ours = "^(index\\.ts|provider/|sdk/)";
+const layer = (name, from, to, comment) => ({
+  name,
+  comment,
+  severity: "error",
+  from: { path: from },
+  to: { path: to, dependencyTypesNot: ["type-only", "type-import"] },
+});
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      severity: "error",
+      comment: "A cycle means two layers each depend on the other: split or move the shared part down.",
+      from: { path: ours },
+      to: { circular: true, dependencyTypesNot: ["type-only", "type-import"] },
+    },
+    {
+      name: "contract-imports-nothing-of-ours",
+      severity: "error",
+      comment: "sdk/contract is the one source of truth for wire shapes; it depends on nothing of ours.",
+      from: { path: "^sdk/contract/" },
+      to: { path: ours, pathNot: "^sdk/contract/" },
+    },
+    layer(
+      "sdk-below-provider",
+      "^sdk/",
+      "^(provider/|index\\.ts)",
+      "The SDK knows nothing of Pulumi or the provider.",
+    ),
+    {
+      name: "no-pulumi-below-faces",
+      severity: "error",
+      comment: "Only the faces (resources, declarative deployment, dynamic, runtime, plugin) know Pulumi.",
+      from: { path: "^(sdk/|provider/(model|plan|lifecycle)/|provider/config\\.ts)" },
+      to: { path: "^(node_modules/)?@pulumi/" },
+    },
+    layer(
+      "service-below-client",
+      "^sdk/service/",
+      "^sdk/(client|transport|cli)/",
+      "The service answers requests; it calls nobody.",
+    ),
+    layer(
+      "transport-below-client",
+      "^sdk/transport/",
+      "^sdk/(client|cli)/",
+      "Transports carry requests; the client sits above them.",
+    ),
+    layer(
+      "client-above-transports-only",
+      "^sdk/client/",
+      "^sdk/(service|cli)/",
+      "The client speaks to a Transport, never to the service directly.",
+    ),
+    layer(
+      "model-is-pure",
+      "^provider/model/",
+      "^(sdk/(client|transport|service|cli)/|provider/(?!model/))",
+      "The model is pure: the contract in, canonical values out.",
+    ),
+    layer(
+      "plan-below-faces",
+      "^provider/plan/",
+      "^(sdk/(transport|service|cli)/|provider/(lifecycle|dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "Plans know the model and the typed client, nothing of transports or faces.",
+    ),
+    layer(
+      "lifecycle-below-faces",
+      "^provider/lifecycle/",
+      "^(sdk/(transport|service|cli)/|provider/(dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "Lifecycles take a client; the faces choose it.",
+    ),
+    layer(
+      "program-side-stays-light",
+      "^(index\\.ts|provider/(resources|declarative)/)",
+      "^(sdk/(transport|service|cli)/|provider/(dynamic|lifecycle|plugin)/|provider/(runtime|config)\\.ts)",
+      "A Pulumi program loads the classes and the model; the engine's provider process loads the rest.",
+    ),
+    {
+      name: "heavy-dependencies-only-in-the-service",
+      severity: "error",
+      comment: "SQLite's native binding and Hono belong to the bundled service alone.",
+      from: { path: ours, pathNot: "^sdk/service/" },
+      to: {
+        path: "^(node_modules/)?(libsql|hono|@hono)(/|$)",
+        dependencyTypesNot: ["type-only", "type-import"],
+      },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(dist|tests|bench|examples|scripts)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    moduleSystems: ["cjs", "es6"],
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["require", "node", "default", "types"],
+    },
+  },
+};

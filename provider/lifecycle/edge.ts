@@ -1,0 +1,60 @@
+import type { EdgeClient } from "../../sdk/client";
+import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
+import { ID_PATTERN } from "../../sdk/contract";
+import { checkEdge, edgeCanonical, edgeCreateRequest, edgeFromResponse } from "../model/edge";
+import type { EdgeInputs, EdgeOutputs } from "../model/types";
+import { deleteIgnoringNotFound } from "../plan/execute";
+import { planEdge } from "../plan/edge";
+import { BadIdError, readOrGone } from "./errors";
+import type { Lifecycle } from "./types";
+
+type EdgeKind = "https" | "tls";
+
+/** The client's calls for one kind of edge. */
+function calls(client: EdgeClient, kind: EdgeKind) {
+  return kind === "https"
+    ? {
+        create: (b: EdgeInputs) => client.createHttpsEdge(edgeCreateRequest(b)),
+        get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getHttpsEdge(id),
+        del: (id: string) => client.deleteHttpsEdge(id),
+      }
+    : {
+        create: (b: EdgeInputs) => client.createTlsEdge(edgeCreateRequest(b)),
+        get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getTlsEdge(id),
+        del: (id: string) => client.deleteTlsEdge(id),
+      };
+}
+
+function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
+  const label = kind === "https" ? "HTTPS edge" : "TLS edge";
+  return {
+    check: (news) => checkEdge(news),
+    diff: (stored, news) => planEdge(edgeCanonical(stored), news),
+    async create(client, inputs) {
+      const edge = await calls(client, kind).create(inputs);
+      return { id: edge.id, outs: edgeFromResponse(edge) };
+    },
+    async read(client, id) {
+      if (!ID_PATTERN.test(id))
+        throw new BadIdError(
+          label,
+          id,
+          `the ${label}'s id (e.g. ${kind === "https" ? "edghts_" : "edgtls_"}...)`,
+        );
+      const edge = await readOrGone(() => calls(client, kind).get(id));
+      if (!edge) return undefined;
+      const outs = edgeFromResponse(edge);
+      return { id, outs, inputs: edgeCanonical(outs) };
+    },
+    update() {
+      // planEdge replaces on every change: the engine never asks for an update.
+      return Promise.reject(new Error(`${label}s cannot be updated in place; the provider replaces them`));
+    },
+    async delete(client, id) {
+      await deleteIgnoringNotFound(() => calls(client, kind).del(id));
+    },
+  };
+}
+
+export const httpsEdgeLifecycle = edgeLifecycle("https");
+export const tlsEdgeLifecycle = edgeLifecycle("tls");

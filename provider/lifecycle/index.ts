@@ -1,0 +1,24 @@
+/** The four resource types and their face-neutral lifecycles, by the key both faces use. */
+import { httpsEdgeLifecycle, tlsEdgeLifecycle } from "./edge";
+import { routeLifecycle } from "./route";
+import { tlsIpRestrictionLifecycle } from "./tls-ip-restriction";
+import type { Inputs, Outputs, ResourceKind } from "../model";
+import type { Lifecycle } from "./types";
+
+export const LIFECYCLES: { [K in ResourceKind]: Lifecycle<Inputs<K>, Outputs<K>> } = {
+  httpsEdge: httpsEdgeLifecycle,
+  tlsEdge: tlsEdgeLifecycle,
+  httpsEdgeRoute: routeLifecycle,
+  tlsEdgeIpRestriction: tlsIpRestrictionLifecycle,
+};
+
+/** Pulumi type names, as both faces register them (`edge:index:<name>` / `edge:<name>`). */
+export const TYPE_NAMES: Record<ResourceKind, string> = {
+  httpsEdge: "HttpsEdge",
+  tlsEdge: "TlsEdge",
+  httpsEdgeRoute: "HttpsEdgeRoute",
+  tlsEdgeIpRestriction: "TlsEdgeIpRestriction",
+};
+
+export type { Lifecycle } from "./types";
+export type { Inputs, Outputs, ResourceKind } from "../model";

@@ -1,0 +1,76 @@
+import type { EdgeClient } from "../../sdk/client";
+import { ID_PATTERN, type Route } from "../../sdk/contract";
+import { isProps } from "../model/check";
+import { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } from "../model/route";
+import type { RouteInputs, RouteOutputs } from "../model/types";
+import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
+import { planRoute } from "../plan/route";
+import { BadIdError, isConflict, readOrGone } from "./errors";
+import type { Lifecycle } from "./types";
+
+/** The route's id is its own; its edge comes from state, or from an import id `<edgeId>/<routeId>`. */
+function locate(id: string, stored: unknown): { edgeId: string; routeId: string } {
+  const edgeId = isProps(stored) ? stored.edgeId : undefined;
+  if (typeof edgeId === "string" && edgeId !== "") return { edgeId, routeId: id };
+  const parts = id.split("/");
+  if (parts.length !== 2 || !parts.every((p) => ID_PATTERN.test(p))) {
+    throw new BadIdError("HTTPS edge route", id, "<edgeId>/<routeId>, e.g. edghts_.../edghtsrt_...");
+  }
+  return { edgeId: parts[0]!, routeId: parts[1]! };
+}
+
+async function findByMatch(client: EdgeClient, want: RouteInputs): Promise<Route | undefined> {
+  for await (const route of client.allRoutes(want.edgeId)) {
+    if (route.match_type === want.matchType && route.match === want.match) return route;
+  }
+  return undefined;
+}
+
+export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
+  check: (news, olds) => checkRoute(news, olds),
+  diff: (stored, news) => planRoute(routeCanonical(stored), news),
+
+  async create(client, inputs) {
+    let route: Route;
+    try {
+      route = await client.createRoute(inputs.edgeId, routeCreateRequest(inputs));
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      const existing = await findByMatch(client, inputs);
+      if (!existing || inputs.adopt !== true) {
+        throw new Error(
+          `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"` +
+            (existing ? ` (${existing.id})` : "") +
+            `. To manage that route with this resource set \`adopt: true\`; otherwise change \`match\`.`,
+        );
+      }
+      // Adoption: bring the existing route to the desired configuration, no recreate.
+      const plan = planRoute(routeCanonical(routeFromResponse(existing)), inputs);
+      route =
+        plan.steps.length > 0 ? await applyRoutePlan(client, inputs.edgeId, existing.id, plan) : existing;
+    }
+    return { id: route.id, outs: routeFromResponse(route) };
+  },
+
+  async read(client, id, stored) {
+    const { edgeId, routeId } = locate(id, stored);
+    const route = await readOrGone(() => client.getRoute(edgeId, routeId));
+    if (!route) return undefined;
+    const outs = routeFromResponse(route);
+    return { id: routeId, outs, inputs: routeCanonical(outs) };
+  },
+
+  async update(client, id, stored, news) {
+    const plan = planRoute(routeCanonical(stored), news);
+    const route =
+      plan.steps.length > 0
+        ? await applyRoutePlan(client, news.edgeId, id, plan)
+        : await client.getRoute(news.edgeId, id);
+    return routeFromResponse(route);
+  },
+
+  async delete(client, id, stored) {
+    const { edgeId, routeId } = locate(id, stored);
+    await deleteIgnoringNotFound(() => client.deleteRoute(edgeId, routeId));
+  },
+};

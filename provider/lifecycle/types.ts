@@ -1,0 +1,36 @@
+/**
+ * What each Pulumi operation does for one resource type, independent of the face that serves
+ * it (the dynamic resources, or the packaged plugin): the model's check, the plan as diff, and
+ * create/read/update/delete through the typed client and the one plan executor. A face only
+ * adapts: its own wire types in, these out.
+ */
+import type { EdgeClient } from "../../sdk/client";
+import type { Checked } from "../model/check";
+import type { Plan } from "../plan/types";
+
+export interface Created<O> {
+  id: string;
+  outs: O;
+}
+
+export interface Read<I, O> {
+  id: string;
+  outs: O;
+  /** The canonical inputs that would produce `outs`: stored so the next diff compares with them. */
+  inputs: I;
+}
+
+export interface Lifecycle<I, O> {
+  /** Program inputs → canonical inputs, or failures by property path. No I/O. */
+  check(news: unknown, olds?: unknown): Checked<I>;
+  /** Stored state (outputs or old inputs of any version) → the plan to reach `news`. No I/O. */
+  diff(stored: unknown, news: I, id?: string): Plan;
+  create(client: EdgeClient, inputs: I): Promise<Created<O>>;
+  /**
+   * The object as it is now; undefined when it is gone. `stored` may be empty (an import by id
+   * alone): the id then carries what is needed (see each resource's id form).
+   */
+  read(client: EdgeClient, id: string, stored: unknown): Promise<Read<I, O> | undefined>;
+  update(client: EdgeClient, id: string, stored: unknown, news: I): Promise<O>;
+  delete(client: EdgeClient, id: string, stored: unknown): Promise<void>;
+}

@@ -1,0 +1,12 @@
+import { isProps } from "./check";
+
+/**
+ * The order of IP policy ids carries no meaning: the contract lists "all IP policies used to
+ * check whether a source IP may access". A route's `ipRestriction` and a TLS edge's module share
+ * the one request shape (EndpointIPPolicyMutate), so this is the one place the rule lives:
+ * values are compared in this form, never stored or sent in it.
+ */
+export function comparableIpRestriction(value: unknown): unknown {
+  if (!isProps(value) || !Array.isArray(value.ipPolicyIds)) return value;
+  return { ...value, ipPolicyIds: [...(value.ipPolicyIds as unknown[])].map(String).sort() };
+}
