@@ -5,12 +5,12 @@
  * middleware of ./middleware, answers are built in ./context.
  */
 import { Hono } from "hono";
-import { methodNotAllowed } from "hono/method-not-allowed";
 import { ID_PATTERN } from "../contract";
-import { type EdgeContext, type Env, errorAnswer, errorResponse, respond } from "./context";
+import { type EdgeContext, type Env, errorAnswer, respond } from "./context";
 import { ApiError } from "./errors";
 import { bearerAuth } from "./middleware/bearer-auth";
 import { jsonBody } from "./middleware/json-body";
+import { notFoundOrMethodNotAllowed } from "./middleware/method-not-allowed";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestLog } from "./middleware/request-log";
 import { ResponseCache } from "./response-cache";
@@ -43,22 +43,6 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const app = new Hono<Env>();
 
   if (opts.log) app.use(requestLog(opts.log));
-  app.use(
-    methodNotAllowed({
-      app,
-      onMethodNotAllowed: (c, allowed) =>
-        errorResponse(
-          c,
-          new ApiError(
-            "methodNotAllowed",
-            `${c.req.method} is not allowed here; allowed: ${allowed.join(", ")}`,
-            {
-              headers: { Allow: allowed.join(", ") },
-            },
-          ),
-        ),
-    }),
-  );
   if (opts.apiKey !== undefined) app.use(bearerAuth(opts.apiKey));
   if (opts.rateLimitPerMinute !== undefined) {
     app.use(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined));
@@ -132,7 +116,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   app.get(tlsIp, (c) => read(c, () => service.getTlsIpRestriction(p(c, "id"), ctx(c))));
   app.delete(tlsIp, (c) => noContent(c, () => service.deleteTlsIpRestriction(p(c, "id"))));
 
-  app.notFound((c) => errorResponse(c, ApiError.notFound(`${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.notFound(notFoundOrMethodNotAllowed(app));
   app.onError((err, c) => errorAnswer(c, err, opts.log));
   return app;
 }
