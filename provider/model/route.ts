@@ -52,7 +52,7 @@ export const ROUTE_FIELDS = ["matchType", "match", "description", "metadata"] as
  * one-auth-module rule) and returns them canonical. `olds` are the previous inputs, if any.
  */
 export function checkRoute(news: unknown, olds?: unknown): Checked<RouteInputs> {
-  return checkAgainst<RouteInputs>(routeCreateSchema, withoutLegacyUnsetBuckets(news, olds), {
+  return checkAgainst<RouteInputs>(routeCreateSchema, withoutLegacyUnsetBuckets(news, keptFromOlds(olds)), {
     edgeId: true,
     adopt: true,
   });
@@ -60,22 +60,18 @@ export function checkRoute(news: unknown, olds?: unknown): Checked<RouteInputs> 
 
 /**
  * State written by pulumi-edge 0.1 holds an unset `circuitBreaker.numBuckets` as 0 (what responses
- * render). Under `ignoreChanges` the engine hands those old inputs back to check as news: a 0 that
- * the old inputs hold too is that unset value. A 0 the program writes is still refused.
+ * render); today unset is absent. This reads such a 0 as unset: always in stored state, and in a
+ * check's news only when the old inputs hold that same 0 (under `ignoreChanges` the engine hands
+ * old inputs back as news). A 0 the program writes is still refused.
  */
-function withoutLegacyUnsetBuckets(news: unknown, olds: unknown): unknown {
-  const cb = isProps(news) ? news.circuitBreaker : undefined;
-  const old = isProps(olds) ? olds.circuitBreaker : undefined;
-  if (
-    !isProps(cb) ||
-    cb.numBuckets !== NUM_BUCKETS_UNSET ||
-    !isProps(old) ||
-    old.numBuckets !== NUM_BUCKETS_UNSET
-  )
-    return news;
+function withoutLegacyUnsetBuckets(value: unknown, when = true): unknown {
+  const cb = isProps(value) ? value[MODULE_PROPERTY.circuit_breaker] : undefined;
+  if (!when || !isProps(cb) || cb.numBuckets !== NUM_BUCKETS_UNSET) return value;
   const { numBuckets: _unset, ...rest } = cb;
-  return { ...(news as Props), circuitBreaker: rest };
+  return { ...(value as Props), [MODULE_PROPERTY.circuit_breaker]: rest };
 }
+
+const keptFromOlds = (olds: unknown): boolean => withoutLegacyUnsetBuckets(olds) !== olds; // the old inputs hold the 0.1 unset value
 
 // ---------------------------------------------------------------- responses and state
 
@@ -136,7 +132,7 @@ export function routeFromResponse(route: Route): RouteOutputs {
  * the "current" side of every diff, and what `read` reports as inputs.
  */
 export function routeCanonical(stored: unknown): RouteInputs {
-  const { edgeId, ...rest } = isProps(stored) ? stored : {};
+  const { edgeId, ...rest } = (withoutLegacyUnsetBuckets(stored) as Props | undefined) ?? {};
   const value: Props = {};
   for (const [key, v] of Object.entries(rest)) {
     if (key.startsWith("__") || key === "adopt" || (ROUTE_OUTPUT_ONLY as readonly string[]).includes(key))
@@ -144,9 +140,6 @@ export function routeCanonical(stored: unknown): RouteInputs {
     if (v === null || v === undefined) continue;
     if (key === MODULE_PROPERTY.saml && isProps(v)) {
       value[key] = Object.fromEntries(Object.entries(v).filter(([k]) => !SAML_OUTPUT_ONLY.includes(k)));
-    } else if (key === MODULE_PROPERTY.circuit_breaker && isProps(v) && v.numBuckets === NUM_BUCKETS_UNSET) {
-      const { numBuckets: _unset, ...cb } = v; // written by pulumi-edge 0.1: unset
-      value[key] = cb;
     } else value[key] = v;
   }
   return canonicalAgainst<RouteInputs>(routeCreateSchema, value, { edgeId });

@@ -28,9 +28,9 @@ export function planRoute(current: RouteInputs, desired: RouteInputs): RoutePlan
 
   const patch: Patch = {};
   for (const field of ROUTE_FIELDS) {
-    if (!deepEqual(current[field] ?? "", desired[field] ?? "") || containsUnknown(desired[field])) {
+    if (!deepEqual(current[field], desired[field]) || containsUnknown(desired[field])) {
       changed.push(field);
-      patch[toSnake(field) as keyof RouteUpdate] = desired[field] ?? "";
+      patch[toSnake(field) as keyof RouteUpdate] = desired[field];
     }
   }
   const removed: RouteModuleName[] = [];

@@ -16,6 +16,7 @@ import {
   NUM_BUCKETS_MIN,
   OAUTH_PROVIDER_KEYS,
   SECRETLESS_WEBHOOK_PROVIDER,
+  UINT32_MAX,
   WEBHOOK_PROVIDERS,
 } from "./limits";
 
@@ -30,8 +31,8 @@ const flag = z.boolean({ error: "must be a boolean" }).default(false);
 const uint32 = z
   .number({ error: "must be a number" })
   .int({ error: "must be an integer" })
-  .min(0, { error: "must be between 0 and 4294967295" })
-  .max(4294967295, { error: "must be between 0 and 4294967295" });
+  .min(0, { error: `must be between 0 and ${UINT32_MAX}` })
+  .max(UINT32_MAX, { error: `must be between 0 and ${UINT32_MAX}` });
 const text = z.string({ error: "must be a string" }).default("");
 const textList = z
   .array(z.string({ error: "must be a string" }), { error: "must be a list of strings" })

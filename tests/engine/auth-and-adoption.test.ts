@@ -11,6 +11,7 @@ import {
   quiet,
   type RecordingServer,
   recordingServer,
+  serverFault,
   setSpec,
   specStack,
   stateExport,
@@ -116,6 +117,39 @@ test("oauth → oidc fails closed: the backend is disabled before oauth goes, re
 test("oidc → saml, then saml → oauth also never expose the backend", async () => {
   await switchTo({ ...base, saml }, "saml");
   await switchTo({ ...base, oauth }, "oauth");
+});
+
+test("a switch that stops half-way says which step failed, what state it left, what to do; `up` again finishes", async () => {
+  // The route is on oauth. The service fails the deletion of oauth (step 2 of the switch) once.
+  let failed = 0;
+  server.faults.push((r) =>
+    r.method === "DELETE" && r.path.endsWith("/oauth") && failed++ === 0
+      ? serverFault("disk full")
+      : undefined,
+  );
+  states = [];
+  await setSpec(stack, spec({ ...base, oidc }));
+  let message = "";
+  try {
+    await stack.up(quiet);
+  } catch (e) {
+    message = String(e);
+  }
+  expect(message).toMatch(
+    /route edghtsrt_\w+: step 2 of 3 failed \(DELETE module oauth: remove oauth before setting oidc/,
+  );
+  expect(message).toMatch(/failed with 500 ERR_EDGE_500: disk full/);
+  expect(message).toMatch(
+    /The route is left with its backend disabled on purpose \(fail closed\) and oauth still configured\. Next: the backend was left disabled on purpose; run `pulumi up` again to finish the switch\./,
+  );
+  // Closed, as it says: backend disabled, oauth still there, never exposed on the way.
+  const left = await server.client.getRoute(routeRef!.edgeId, routeRef!.id);
+  expect(left.backend?.enabled).toBe(false);
+  expect(left.oauth).not.toBeNull();
+  expect(states.filter(exposed)).toEqual([]);
+
+  // The fault is gone: `pulumi up` again picks up from there and finishes the switch.
+  await switchTo({ ...base, oidc }, "oidc");
 });
 
 test("secrets of oauth and oidc never reach the state in plaintext", async () => {

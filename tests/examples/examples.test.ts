@@ -4,39 +4,19 @@
  */
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { quiet, recordingServer, stateExport, WORK_ROOT } from "../engine/support/harness";
+import { quiet, recordingServer, stateExport } from "../engine/support/harness";
+import { programWorkspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
 /** A copy of an example inside the repository (so its imports resolve as in a user's project). */
-function copyExample(name: string) {
-  mkdirSync(WORK_ROOT, { recursive: true });
-  const base = mkdtempSync(join(WORK_ROOT, `example-${name}-`));
-  const dir = join(base, name);
-  cpSync(join(engine.ROOT, "examples", name), dir, {
-    recursive: true,
-    filter: (src) => !/[/\\](\.edge-service|node_modules)$|Pulumi\.[^/\\]+\.yaml$/.test(src),
-  });
-  return {
-    dir,
-    stateDir: join(base, "state"),
-    cleanup: () => rmSync(base, { recursive: true, force: true }),
-  };
-}
+const copyExample = (name: string) =>
+  programWorkspace(join(engine.ROOT, "examples", name), `example-${name}`);
 
 async function exampleStack(ex: { dir: string; stateDir: string }): Promise<Stack> {
   return engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });

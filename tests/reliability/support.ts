@@ -3,6 +3,7 @@
  * provider from it), the standalone CLI as a child process, and a fault-injecting HTTP proxy.
  * Only loopback addresses; every wait is bounded.
  */
+import { programWorkspace as copyProgram, type Workspace } from "../support/workspace";
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
@@ -12,7 +13,6 @@ import * as path from "node:path";
 import { killClis } from "../support/edge-service";
 
 export { CLI, ROOT } from "../support/edge-service";
-import { ROOT } from "../support/edge-service";
 
 // ---------------------------------------------------------------- determinism
 
@@ -300,19 +300,9 @@ export async function faultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 export { engine };
 
-/** A copy of tests/reliability/fixtures/program under .test-work (so `pulumi-edge` resolves) and a state dir. */
-export function programWorkspace(label: string): { dir: string; stateDir: string; cleanup(): void } {
-  const root = path.join(ROOT, ".test-work");
-  fs.mkdirSync(root, { recursive: true });
-  const base = fs.mkdtempSync(path.join(root, `reliability-${label}-`));
-  const dir = path.join(base, "program");
-  fs.cpSync(path.join(__dirname, "fixtures", "program"), dir, { recursive: true });
-  return {
-    dir,
-    stateDir: path.join(base, "state"),
-    cleanup: () => fs.rmSync(base, { recursive: true, force: true }),
-  };
-}
+/** A copy of tests/reliability/fixtures/program and a state dir (see tests/support/workspace.ts). */
+export const programWorkspace = (label: string): Workspace =>
+  copyProgram(path.join(__dirname, "fixtures", "program"), `reliability-${label}`);
 
 /** A stack of the reliability program pointed at a service URL (optionally with an API key as a secret). */
 export async function programStack(

@@ -3,7 +3,6 @@
  * `pulumi-edge` and `@pulumi/pulumi` resolve from the root node_modules, as in a user's
  * project), one state directory per test file, and a recording edge server.
  */
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
@@ -13,27 +12,16 @@ import { createEdgeApp } from "../../../sdk/service/app";
 import { EdgeService } from "../../../sdk/service/service";
 import { Store } from "../../../sdk/service/store";
 import { httpTransport } from "../../../sdk/transport";
+import { programWorkspace, WORK_ROOT, type Workspace } from "../../support/workspace";
 
 const engine = require("../../../scripts/engine.js") as typeof import("../../../scripts/engine.js");
 
 export const ROOT = engine.ROOT;
-export const WORK_ROOT = join(ROOT, ".test-work");
+export { WORK_ROOT };
 
 /** A fresh directory for one test file: a copy of the fixture program and a state directory. */
-export function workspace(
-  fixture: string,
-  label: string,
-): { dir: string; stateDir: string; cleanup(): void } {
-  mkdirSync(WORK_ROOT, { recursive: true });
-  const base = mkdtempSync(join(WORK_ROOT, `${label}-`));
-  const dir = join(base, "program");
-  cpSync(join(__dirname, "..", "fixtures", fixture), dir, { recursive: true });
-  return {
-    dir,
-    stateDir: join(base, "state"),
-    cleanup: () => rmSync(base, { recursive: true, force: true }),
-  };
-}
+export const workspace = (fixture: string, label: string): Workspace =>
+  programWorkspace(join(__dirname, "..", "fixtures", fixture), label);
 
 export interface RecordedRequest {
   method: string;
@@ -50,6 +38,8 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
   const app = createEdgeApp({ store, apiKey: opts.apiKey });
   const requests: RecordedRequest[] = [];
   const afterMutation: Array<(r: RecordedRequest) => void> = [];
+  /** Consulted before the service: a fault answers instead of it (and is recorded as sent). */
+  const faults: Array<(r: { method: string; path: string }) => Response | undefined> = [];
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
     const s = serve(
       {
@@ -57,10 +47,12 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
         port: 0,
         fetch: async (req: Request) => {
           const text = req.method === "GET" || req.method === "DELETE" ? "" : await req.clone().text();
-          const res = await app.fetch(req);
+          const path = new URL(req.url).pathname;
+          const fault = faults.map((f) => f({ method: req.method, path })).find((r) => r !== undefined);
+          const res = fault ?? (await app.fetch(req));
           const record = {
             method: req.method,
-            path: new URL(req.url).pathname,
+            path,
             body: text ? JSON.parse(text) : undefined,
           };
           requests.push(record);
@@ -79,6 +71,7 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
     client: new EdgeClient(httpTransport({ baseUrl: url, apiKey: opts.apiKey })),
     requests,
     afterMutation,
+    faults,
     /** Mutating requests only (what changed the server). */
     mutations: () => requests.filter((r) => r.method !== "GET"),
     reset: () => {
@@ -96,6 +89,14 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
 }
 
 export type RecordingServer = Awaited<ReturnType<typeof recordingServer>>;
+
+/** A genuine server fault in the API's error shape (500: never retried by the transport). */
+export function serverFault(msg = "injected fault"): Response {
+  return Response.json(
+    { error_code: "ERR_EDGE_500", status_code: 500, msg, details: { operation_id: "op_fault" } },
+    { status: 500 },
+  );
+}
 
 /** A stack of the spec-driven program pointed at a service URL. */
 export async function specStack(

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { quiet } from "./support/harness";
+import { quiet } from "../engine/support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
