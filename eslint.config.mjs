@@ -18,7 +18,6 @@ export default tseslint.config(
       "coverage/**",
       "examples/*/node_modules/**",
       "bench/tmp/**",
-      "sdk/generated/**",
     ],
   },
   js.configs.recommended,

@@ -8,11 +8,16 @@ import { planRoute } from "../plan/route";
 import { BadIdError, isConflict, readOrGone } from "./errors";
 import type { Lifecycle } from "./types";
 
-/** The route's id is its own; its edge comes from state, or from an import id `<edgeId>/<routeId>`. */
-function locate(id: string, stored: unknown): { edgeId: string; routeId: string } {
-  const edgeId = isProps(stored) ? stored.edgeId : undefined;
-  if (typeof edgeId === "string" && edgeId !== "") return { edgeId, routeId: id };
+/**
+ * A route's resource id is either the route's own id, its edge then coming from state (the
+ * dynamic face), or `<edgeId>/<routeId>`, which says both (the packaged face, and any import).
+ */
+export function locateRoute(id: string, stored: unknown): { edgeId: string; routeId: string } {
   const parts = id.split("/");
+  const edgeId = isProps(stored) ? stored.edgeId : undefined;
+  if (parts.length === 1 && typeof edgeId === "string" && ID_PATTERN.test(edgeId) && ID_PATTERN.test(id)) {
+    return { edgeId, routeId: id };
+  }
   if (parts.length !== 2 || !parts.every((p) => ID_PATTERN.test(p))) {
     throw new BadIdError("HTTPS edge route", id, "<edgeId>/<routeId>, e.g. edghts_.../edghtsrt_...");
   }
@@ -53,24 +58,25 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
   },
 
   async read(client, id, stored) {
-    const { edgeId, routeId } = locate(id, stored);
+    const { edgeId, routeId } = locateRoute(id, stored);
     const route = await readOrGone(() => client.getRoute(edgeId, routeId));
     if (!route) return undefined;
     const outs = routeFromResponse(route);
-    return { id: routeId, outs, inputs: routeCanonical(outs) };
+    return { id, outs, inputs: routeCanonical(outs) };
   },
 
   async update(client, id, stored, news) {
+    const { edgeId, routeId } = locateRoute(id, stored);
     const plan = planRoute(routeCanonical(stored), news);
     const route =
       plan.steps.length > 0
-        ? await applyRoutePlan(client, news.edgeId, id, plan)
-        : await client.getRoute(news.edgeId, id);
+        ? await applyRoutePlan(client, edgeId, routeId, plan)
+        : await client.getRoute(edgeId, routeId);
     return routeFromResponse(route);
   },
 
   async delete(client, id, stored) {
-    const { edgeId, routeId } = locate(id, stored);
+    const { edgeId, routeId } = locateRoute(id, stored);
     await deleteIgnoringNotFound(() => client.deleteRoute(edgeId, routeId));
   },
 };

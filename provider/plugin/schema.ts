@@ -1,0 +1,371 @@
+/**
+ * The Pulumi package schema of the packaged `edge` provider, generated from the zod contract
+ * (zod 4's own JSON Schema of the request shapes, input side) and the model (camelCase names,
+ * secret modules, outputs). The SDKs of every language are generated from it, so their types,
+ * docs and enums are the contract's. `npm run schema` writes provider/plugin/schema.json; a test
+ * fails when that file is stale.
+ */
+import { z } from "zod";
+import {
+  edgeCreateSchema,
+  MATCH_TYPES,
+  NAMEID_FORMATS,
+  ROUTE_MODULE_NAMES,
+  ROUTE_MODULES,
+  type RouteModuleName,
+  routeCreateSchema,
+  samlComputedSchema,
+  tlsIpRestrictionMutateSchema,
+} from "../../sdk/contract";
+import { toCamel } from "../model/case";
+import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+
+export const PACKAGE = "edge";
+const TOKEN = (name: string) => `${PACKAGE}:index:${name}`;
+const REF = (name: string) => `#/types/${TOKEN(name)}`;
+
+/** A Pulumi schema property or type specification (the subset this package uses). */
+export interface PropertySpec {
+  type?: "string" | "integer" | "number" | "boolean" | "array" | "object";
+  $ref?: string;
+  items?: PropertySpec;
+  additionalProperties?: PropertySpec;
+  description?: string;
+  secret?: boolean;
+  replaceOnChanges?: boolean;
+  willReplaceOnChanges?: boolean;
+}
+export interface ObjectTypeSpec {
+  type: "object";
+  description?: string;
+  properties: Record<string, PropertySpec>;
+  required?: string[];
+}
+export interface EnumTypeSpec {
+  type: "string";
+  description?: string;
+  enum: { name?: string; value: string; description?: string }[];
+}
+export interface ResourceSpec {
+  description: string;
+  inputProperties: Record<string, PropertySpec>;
+  requiredInputs: string[];
+  properties: Record<string, PropertySpec>;
+  required: string[];
+}
+export interface PackageSchema {
+  name: string;
+  displayName: string;
+  version: string;
+  description: string;
+  keywords: string[];
+  license: string;
+  repository?: string;
+  meta: { moduleFormat: string };
+  config: { variables: Record<string, PropertySpec> };
+  provider: { description: string; inputProperties: Record<string, PropertySpec> };
+  types: Record<string, ObjectTypeSpec | EnumTypeSpec>;
+  resources: Record<string, ResourceSpec>;
+  language: Record<string, Record<string, unknown>>;
+}
+
+type JsonSchema = {
+  type?: string | string[];
+  description?: string;
+  properties?: Record<string, JsonSchema>;
+  required?: string[];
+  items?: JsonSchema;
+  additionalProperties?: JsonSchema | boolean;
+  anyOf?: JsonSchema[];
+  enum?: unknown[];
+};
+
+const jsonSchema = (schema: z.ZodType, io: "input" | "output" = "input") =>
+  z.toJSONSchema(schema, { io, unrepresentable: "any" }) as JsonSchema;
+
+/** Object types by wire path, named for the SDKs. Identical shapes share one name (the 7 OAuth slots). */
+const OBJECT_NAMES: Record<string, string> = {
+  "oauth.provider": "RouteOAuthProvider",
+  "oauth.provider.github": "RouteOAuthGithub",
+  "oauth.provider.*": "RouteOAuthIdentityProvider",
+};
+const ENUMS: Record<string, { name: string; values: readonly string[]; description: string }> = {
+  match_type: {
+    name: "MatchType",
+    values: MATCH_TYPES,
+    description: "How a route's `match` selects requests.",
+  },
+  "saml.nameid_format": {
+    name: "SamlNameIdFormat",
+    values: NAMEID_FORMATS,
+    description: "The SAML 2.0/1.1 name identifier formats the service supports.",
+  },
+};
+const pascal = (wire: string) => toCamel(wire).replace(/^./, (c) => c.toUpperCase());
+const enumMemberName = (value: string) =>
+  value.includes(":") ? pascal(value.split(":").pop()!) : pascal(value);
+
+class Builder {
+  readonly types: Record<string, ObjectTypeSpec | EnumTypeSpec> = {};
+
+  /** A JSON Schema (wire names) → a Pulumi property (camelCase), naming the objects it holds. */
+  property(js: JsonSchema, path: string, name: () => string): PropertySpec {
+    const nonNull = js.anyOf?.filter((s) => s.type !== "null");
+    if (nonNull && nonNull.length === 1) {
+      // Nullable: null means "not configured", the same as absent. The outer text describes the
+      // property, the inner one its type.
+      const inner = this.property(nonNull[0]!, path, name);
+      return { ...inner, description: js.description ?? inner.description };
+    }
+    const description = js.description;
+    const enumSpec = ENUMS[path];
+    if (enumSpec) {
+      this.types[TOKEN(enumSpec.name)] = {
+        type: "string",
+        description: enumSpec.description,
+        enum: enumSpec.values.map((value) => ({ name: enumMemberName(value), value })),
+      };
+      return { $ref: REF(enumSpec.name), description };
+    }
+    switch (js.type) {
+      case "string":
+      case "integer":
+      case "number":
+      case "boolean":
+        return { type: js.type, description };
+      case "array":
+        return { type: "array", items: this.property(js.items ?? {}, `${path}[]`, name), description };
+      case "object":
+        if (!js.properties) {
+          const values = typeof js.additionalProperties === "object" ? js.additionalProperties : {};
+          return {
+            type: "object",
+            additionalProperties: this.property(values, `${path}{}`, name),
+            description,
+          };
+        }
+        return { $ref: REF(this.object(js, path, name())), description };
+      default:
+        throw new Error(`schema: no Pulumi type for ${JSON.stringify(js).slice(0, 200)} at ${path}`);
+    }
+  }
+
+  /** Registers a named object type; returns its name. */
+  object(js: JsonSchema, path: string, name: string, extra: Record<string, PropertySpec> = {}): string {
+    const properties: Record<string, PropertySpec> = {};
+    for (const [key, value] of Object.entries(js.properties ?? {})) {
+      const sub = `${path}.${key}`;
+      properties[toCamel(key)] = this.property(value, sub, () => this.nameOf(sub, `${name}${pascal(key)}`));
+    }
+    Object.assign(properties, extra);
+    const spec: ObjectTypeSpec = {
+      type: "object",
+      ...(js.description ? { description: js.description } : {}),
+      properties,
+      required: (js.required ?? []).map(toCamel).sort(),
+    };
+    if (spec.required!.length === 0) delete spec.required;
+    const existing = this.types[TOKEN(name)];
+    if (
+      existing &&
+      JSON.stringify(existing.type === "object" ? existing.properties : {}) !== JSON.stringify(properties)
+    ) {
+      throw new Error(`schema: two different shapes named ${name}`);
+    }
+    this.types[TOKEN(name)] = spec;
+    return name;
+  }
+
+  private nameOf(path: string, fallback: string): string {
+    const wildcard = path.replace(/^oauth\.provider\.(?!github$)\w+$/, "oauth.provider.*");
+    return OBJECT_NAMES[path] ?? OBJECT_NAMES[wildcard] ?? fallback;
+  }
+}
+
+const moduleTypeName = (m: RouteModuleName) => `Route${pascal(m).replace(/^Oauth/, "OAuth")}`;
+const SECRET_PROPERTIES = new Set<string>(SECRET_MODULES.map((m) => MODULE_PROPERTY[m]));
+const ADOPT_ROUTE: PropertySpec = {
+  type: "boolean",
+  description:
+    "Adopt a route that already exists on the edge with the same matchType and match, instead of failing: it is brought to this configuration in place, not recreated.",
+};
+const ADOPT_TLS: PropertySpec = {
+  type: "boolean",
+  description:
+    "Take over a module that already exists on the edge (its configuration is replaced by this one). Without it, creating over an existing module fails rather than overwrite it.",
+};
+const OUTPUT = {
+  uri: (what: string): PropertySpec => ({
+    type: "string",
+    description: `URI of the ${what} as an API resource.`,
+  }),
+  createdAt: { type: "string", description: "RFC 3339 creation time." } as PropertySpec,
+};
+
+function edgeResource(b: Builder, description: string): ResourceSpec {
+  const inputs: Record<string, PropertySpec> = {};
+  for (const [key, value] of Object.entries(jsonSchema(edgeCreateSchema).properties ?? {})) {
+    inputs[toCamel(key)] = {
+      ...b.property(value, `edge.${key}`, () => "Unused"),
+      replaceOnChanges: true,
+    };
+  }
+  return {
+    description,
+    inputProperties: inputs,
+    requiredInputs: [],
+    properties: { ...strip(inputs), uri: OUTPUT.uri("edge"), createdAt: OUTPUT.createdAt },
+    required: [...Object.keys(inputs), "uri", "createdAt"].sort(),
+  };
+}
+
+/** Output properties: the inputs' types without input-only markers. */
+function strip(props: Record<string, PropertySpec>): Record<string, PropertySpec> {
+  return Object.fromEntries(
+    Object.entries(props).map(([k, { replaceOnChanges: _r, willReplaceOnChanges: _w, ...spec }]) => [
+      k,
+      spec,
+    ]),
+  );
+}
+
+function routeResource(b: Builder): ResourceSpec {
+  const js = jsonSchema(routeCreateSchema);
+  const inputs: Record<string, PropertySpec> = {
+    edgeId: {
+      type: "string",
+      description: "The HTTPS edge that owns the route. Changing it replaces the route.",
+      replaceOnChanges: true,
+    },
+  };
+  for (const [key, value] of Object.entries(js.properties ?? {})) {
+    const prop = toCamel(key);
+    if ((ROUTE_MODULE_NAMES as readonly string[]).includes(key)) {
+      const m = key as RouteModuleName;
+      inputs[prop] = {
+        ...b.property(value, m, () => moduleTypeName(m)),
+        ...(SECRET_PROPERTIES.has(prop) ? { secret: true } : {}),
+      };
+    } else inputs[prop] = b.property(value, key, () => `Route${pascal(key)}`);
+  }
+  inputs.adopt = ADOPT_ROUTE;
+  // SAML reads back with what the service computes: its own output type.
+  const samlState = b.object(
+    jsonSchema(ROUTE_MODULES.saml.request),
+    "saml",
+    "RouteSamlState",
+    Object.fromEntries(
+      Object.entries(jsonSchema(samlComputedSchema, "output").properties ?? {}).map(([k, v]) => [
+        toCamel(k),
+        { type: "string", description: v.description },
+      ]),
+    ),
+  );
+  const { adopt: _adopt, ...outputs } = strip(inputs);
+  outputs.saml = { $ref: REF(samlState), description: inputs.saml!.description };
+  return {
+    description:
+      "A route of an HTTPS edge. A module given here is managed whole: changing any field of it replaces that module on the service (one PATCH), removing it deletes it with its own DELETE, and modules never given are left alone. Switching between oauth, oidc and saml never exposes the backend unauthenticated. Import with the id `<edgeId>/<routeId>`.",
+    inputProperties: inputs,
+    requiredInputs: ["edgeId", ...(js.required ?? []).map(toCamel)].sort(),
+    properties: {
+      ...outputs,
+      routeId: { type: "string", description: "The route's id on the service." },
+      uri: OUTPUT.uri("route"),
+      createdAt: OUTPUT.createdAt,
+    },
+    required: ["createdAt", "description", "edgeId", "match", "matchType", "metadata", "routeId", "uri"],
+  };
+}
+
+function tlsIpRestrictionResource(b: Builder): ResourceSpec {
+  const js = jsonSchema(tlsIpRestrictionMutateSchema);
+  const inputs: Record<string, PropertySpec> = {
+    edgeId: {
+      type: "string",
+      description: "The TLS edge whose IP restriction module this is. Changing it replaces the resource.",
+      replaceOnChanges: true,
+    },
+  };
+  for (const [key, value] of Object.entries(js.properties ?? {})) {
+    inputs[toCamel(key)] = b.property(value, `tls_ip_restriction.${key}`, () => "Unused");
+  }
+  inputs.adopt = ADOPT_TLS;
+  const { adopt: _adopt, ...outputs } = strip(inputs);
+  return {
+    description:
+      "The IP restriction module of a TLS edge. Create and update replace it whole (PUT); delete removes it. Its id is the TLS edge's id (import with it).",
+    inputProperties: inputs,
+    requiredInputs: ["edgeId", ...(js.required ?? []).map(toCamel)].sort(),
+    properties: outputs,
+    required: ["edgeId", "enabled", "ipPolicyIds"],
+  };
+}
+
+const CONFIG: Record<string, PropertySpec> = {
+  baseUrl: {
+    type: "string",
+    description:
+      "A running edge service, e.g. https://edge.example.com. Absent: the embedded in-process service. Env fallback: EDGE_API_URL.",
+  },
+  apiKey: {
+    type: "string",
+    secret: true,
+    description: "Bearer key for baseUrl. Env fallback: EDGE_API_KEY.",
+  },
+  dataDir: {
+    type: "string",
+    description:
+      "Data directory of the embedded service. Default: .edge-service in the program's directory. Env fallback: EDGE_DATA_DIR.",
+  },
+  requestTimeoutMs: {
+    type: "integer",
+    description:
+      "Per-attempt timeout of HTTP requests to baseUrl, in ms (default 30000). Env fallback: EDGE_REQUEST_TIMEOUT_MS.",
+  },
+};
+
+/** The package schema for `version` (the npm package's version). */
+export function buildSchema(version: string): PackageSchema {
+  const b = new Builder();
+  const resources = {
+    [TOKEN("HttpsEdge")]: edgeResource(
+      b,
+      "An HTTPS edge: holds routes (see HttpsEdgeRoute). The API has no update for edges: changing any input replaces the edge.",
+    ),
+    [TOKEN("TlsEdge")]: edgeResource(
+      b,
+      "A TLS edge: has one IP restriction module (see TlsEdgeIpRestriction). The API has no update for edges: changing any input replaces the edge.",
+    ),
+    [TOKEN("HttpsEdgeRoute")]: routeResource(b),
+    [TOKEN("TlsEdgeIpRestriction")]: tlsIpRestrictionResource(b),
+  };
+  return {
+    name: PACKAGE,
+    displayName: "Edge",
+    version,
+    description:
+      "Routes, modules and edges of the HTTPS/TLS edge management API, with a bundled implementation of that API (embedded by default).",
+    keywords: ["pulumi", "edge", "category/network", "kind/native"],
+    license: "Apache-2.0",
+    meta: { moduleFormat: "(.*)" },
+    config: { variables: CONFIG },
+    provider: {
+      description:
+        "The edge provider: where the edge API is (a running service, or the embedded one) and how to reach it.",
+      inputProperties: CONFIG,
+    },
+    types: Object.fromEntries(Object.entries(b.types).sort(([a], [c]) => a.localeCompare(c))),
+    resources,
+    language: {
+      nodejs: { packageName: "@pulumi-edge/edge", respectSchemaVersion: true },
+      python: { packageName: "pulumi_edge", respectSchemaVersion: true, pyproject: { enabled: true } },
+      go: {
+        importBasePath: "github.com/pulumi-edge/pulumi-edge/sdk/go/edge",
+        generateResourceContainerTypes: true,
+        respectSchemaVersion: true,
+      },
+      csharp: { rootNamespace: "PulumiEdge", respectSchemaVersion: true },
+    },
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * Serves EdgeProvider over Pulumi's provider protocol with `@pulumi/pulumi/provider`'s `main`,
+ * mending two gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
+ * - its Configure answers without handing the configuration to the provider: we read the
+ *   request's args and variables first, then let it answer (accepting secrets);
+ * - its Read calls `getProperties().toJavaScript()`, and an import sends no properties: we give
+ *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`.
+ * Both by wrapping the service implementation handed to grpc-js, nothing else.
+ */
+import { dirname } from "node:path";
+import * as pulumiProvider from "@pulumi/pulumi/provider";
+import type { EdgeProvider } from "./provider";
+
+type Call = { request: Record<string, (...a: unknown[]) => unknown> };
+type Callback = (err: unknown, value?: unknown) => void;
+type Handler = (call: Call, callback: Callback) => void;
+
+const fromPulumi = <T>(module: string): T =>
+  require(require.resolve(module, { paths: [dirname(require.resolve("@pulumi/pulumi/package.json"))] })) as T;
+
+function mendServer(edge: EdgeProvider): void {
+  type AddService = (this: unknown, service: object, impl: object) => void;
+  const grpc = fromPulumi<{ Server: { prototype: { addService: AddService } } }>("@grpc/grpc-js");
+  const { Struct } = fromPulumi<{ Struct: new () => unknown }>("google-protobuf/google/protobuf/struct_pb");
+  const addService = grpc.Server.prototype.addService;
+  grpc.Server.prototype.addService = function (service: object, impl: object) {
+    const original = impl as Record<string, Handler | undefined>;
+    const handlers: Record<string, Handler> = {};
+    for (const name of Object.keys(service)) {
+      const h = original[name];
+      if (typeof h === "function") handlers[name] = h.bind(impl);
+    }
+    const configure = handlers.configure;
+    const read = handlers.read;
+    if (configure) {
+      handlers.configure = (call, callback) => {
+        try {
+          const variables: Record<string, string> = {};
+          const map = call.request.getVariablesMap!() as { forEach(f: (v: string, k: string) => void): void };
+          map.forEach((v, k) => (variables[k] = v));
+          const args = call.request.getArgs!() as { toJavaScript(): Record<string, unknown> } | undefined;
+          edge.configure({ args: args?.toJavaScript() ?? {}, variables });
+        } catch (e) {
+          callback(e);
+          return;
+        }
+        configure(call, callback);
+      };
+    }
+    if (read) {
+      handlers.read = (call, callback) => {
+        if (!call.request.getProperties!()) call.request.setProperties!(new Struct());
+        read(call, callback);
+      };
+    }
+    addService.call(this, service, handlers);
+  };
+}
+
+export function serve(edge: EdgeProvider, args: string[]): Promise<void> {
+  mendServer(edge);
+  return pulumiProvider.main(edge, args);
+}

@@ -1,0 +1,119 @@
+// npm run sdks: the SDKs of the packaged `edge` provider, generated from its committed schema
+// (provider/plugin/schema.json, itself generated from the contract: `npm run schema`).
+//
+// - Node.js, Python, Go: scripts/sdkgen, a small driver over Pulumi's own code generators of the
+//   pinned release (pkg/v3/codegen). `pulumi package gen-sdk` reaches those generators through
+//   the language hosts, and the hosts this machine can build (sdk/v3@v3.68.0) predate that call.
+// - .NET: its generator lives with the .NET language host (pulumi-dotnet), which the module proxy
+//   refuses; generated with `pulumi package gen-sdk --language dotnet` where that host is installed.
+//
+// Output in dist/sdks/<language>: build outputs, shipped in the npm package (see README "Which face?").
+// The Node.js SDK is also compiled into dist/packaged: `import * as edge from "pulumi-edge/packaged"`.
+// Regenerates only when the schema or the generator changed (stamp in dist/sdks/.stamp).
+import { execFileSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+
+const require = createRequire(import.meta.url);
+const engine = require("./engine.js");
+const ROOT = engine.ROOT;
+const SCHEMA = path.join(ROOT, "provider/plugin/schema.json");
+const SDKGEN_SRC = path.join(ROOT, "scripts/sdkgen");
+const OUT = path.join(ROOT, "dist/sdks");
+const log = (m) => console.log(`[sdks] ${m}`);
+
+const hash = (...files) => {
+  const h = createHash("sha256");
+  for (const f of files) h.update(fs.readFileSync(f));
+  return h.digest("hex").slice(0, 16);
+};
+
+/** The sdkgen binary for these sources, built once per machine (the Go build cache makes it quick). */
+function sdkgen() {
+  const srcs = ["main.go", "go.mod", "go.sum"].map((f) => path.join(SDKGEN_SRC, f));
+  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
+  const bin = path.join(cache, "pulumi-edge", "sdkgen", hash(...srcs), "sdkgen");
+  if (!fs.existsSync(bin)) {
+    log(
+      `building the generator (go build of pulumi pkg/v3@${require("../package.json").dependencies["@pulumi/pulumi"]} codegen)`,
+    );
+    fs.mkdirSync(path.dirname(bin), { recursive: true });
+    execFileSync("go", ["build", "-trimpath", "-o", bin, "."], {
+      cwd: SDKGEN_SRC,
+      stdio: "inherit",
+      env: { ...process.env, GOFLAGS: "-mod=mod" },
+    });
+  }
+  return bin;
+}
+
+function generate() {
+  const gen = sdkgen();
+  const stampFile = path.join(OUT, ".stamp");
+  const stamp = `${hash(SCHEMA)} ${path.basename(path.dirname(gen))}`;
+  if (
+    fs.existsSync(stampFile) &&
+    fs.readFileSync(stampFile, "utf8") === stamp &&
+    fs.existsSync(path.join(ROOT, "dist/packaged/index.js"))
+  ) {
+    log("SDKs up to date");
+    return;
+  }
+  fs.rmSync(OUT, { recursive: true, force: true });
+  for (const language of ["nodejs", "python", "go"]) {
+    execFileSync(gen, ["-schema", SCHEMA, "-language", language, "-out", path.join(OUT, language)], {
+      stdio: "inherit",
+    });
+    log(`${language}: dist/sdks/${language}`);
+  }
+  dotnet();
+  compileNode();
+  fs.writeFileSync(stampFile, stamp);
+}
+
+function dotnet() {
+  try {
+    execFileSync(
+      path.join(engine.PULUMI_BIN, "pulumi"),
+      ["package", "gen-sdk", SCHEMA, "--language", "dotnet", "-o", OUT],
+      {
+        stdio: "pipe",
+        env: {
+          ...process.env,
+          ...engine.engineEnv({ stateDir: path.join(os.tmpdir(), "pulumi-edge-sdks-state") }),
+        },
+      },
+    );
+    log("dotnet: dist/sdks/dotnet");
+  } catch (e) {
+    fs.rmSync(path.join(OUT, "dotnet"), { recursive: true, force: true });
+    const why = String(e.stderr || e.message)
+      .trim()
+      .split("\n")
+      .pop();
+    log(
+      `dotnet: not generated here (${why}); it needs a pulumi-language-dotnet host, which the Go module proxy does not serve`,
+    );
+  }
+}
+
+/** The Node.js SDK, compiled with this project's TypeScript into dist/packaged (with its package.json: its version). */
+function compileNode() {
+  const dir = path.join(OUT, "nodejs");
+  const outDir = path.join(ROOT, "dist/packaged");
+  fs.rmSync(outDir, { recursive: true, force: true });
+  execFileSync(
+    process.execPath,
+    [require.resolve("typescript/bin/tsc"), "-p", path.join(dir, "tsconfig.json"), "--outDir", outDir],
+    {
+      stdio: "inherit",
+    },
+  );
+  fs.copyFileSync(path.join(dir, "package.json"), path.join(outDir, "package.json"));
+  log("nodejs: compiled into dist/packaged (pulumi-edge/packaged)");
+}
+
+generate();
