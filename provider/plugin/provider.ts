@@ -94,8 +94,15 @@ export class EdgeProvider implements provider.Provider {
 
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
     const kind = kindOf(urn);
-    const found = await LIFECYCLES[kind].read(edgeClient(), id, reveal(props ?? {}));
-    if (!found) return { id: "", props: {} }; // gone
+    const stored = reveal(props ?? {});
+    const found = await LIFECYCLES[kind].read(edgeClient(), id, stored);
+    if (!found) {
+      // An import reads with no properties: nothing there is an error, not "deleted since".
+      if (isProps(stored) && Object.keys(stored).length === 0) {
+        throw new Error(`there is no ${TYPE_NAMES[kind]} with the id "${id}" to import`);
+      }
+      return { id: "", props: {} }; // gone: refresh drops it, up recreates it
+    }
     return {
       id: resourceId(kind, found.id, found.outs),
       props: this.concealed(kind, found.outs, props),
