@@ -1,0 +1,118 @@
+/**
+ * A stack of dynamic resources moves to the packaged provider in place: the main stack (the
+ * program `npm run up` deploys) is deployed with the dynamic face, its program switched to
+ * `pulumi-edge/packaged`, then `pulumi-edge migrate-to-packaged` forgets the dynamic resources and
+ * imports the same objects. Nothing is written to the service, no route is recreated (same ids,
+ * same creation times), and the program then previews with no changes.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { Stack } from "@pulumi/pulumi/automation";
+import { quiet, type RecordingServer, recordingServer } from "../engine/support/harness";
+import { programWorkspace, type Workspace } from "../support/workspace";
+import { PLUGIN_DIR } from "./support/plugin";
+
+const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
+const MIGRATE = join(engine.ROOT, "dist/provider/migrate/cli.js");
+
+let ws: Workspace;
+let server: RecordingServer;
+let stack: Stack;
+
+async function migrate(...args: string[]): Promise<{ code: number; out: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      [MIGRATE, "migrate-to-packaged", "--stack", "dev", ...args],
+      {
+        cwd: ws.dir,
+        env: { ...process.env, ...engine.engineEnv({ stateDir: ws.stateDir }) },
+        encoding: "utf8",
+      },
+    );
+    return { code: 0, out: stdout + stderr };
+  } catch (e) {
+    const { code, stdout = "", stderr = "" } = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: code ?? 1, out: stdout + stderr };
+  }
+}
+
+/** Every route of every edge on the service: id and creation time (recreation would change both). */
+async function serviceRoutes(): Promise<string[]> {
+  const out: string[] = [];
+  for (const edge of (await server.client.listHttpsEdges()).https_edges) {
+    for (const r of edge.routes) out.push(`${r.match} ${r.id} ${r.created_at}`);
+  }
+  return out.sort();
+}
+
+beforeAll(async () => {
+  ws = programWorkspace(join(engine.ROOT, "examples", "main-stack"), "migrate");
+  writeFileSync(
+    join(ws.dir, "Pulumi.yaml"),
+    "name: edge-demo\nruntime:\n  name: nodejs\n  options:\n    typescript: true\n",
+  );
+  server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-migrate-")));
+  stack = await engine.directoryStack({ workDir: ws.dir, stackName: "dev", stateDir: ws.stateDir });
+  await stack.setConfig("edge:baseUrl", { value: server.url });
+  await stack.up(quiet);
+});
+
+afterAll(async () => {
+  await server?.close();
+  ws?.cleanup();
+});
+
+test("before the program is switched, the migration refuses and changes nothing", async () => {
+  const before = await stack.exportStack();
+  const { code, out } = await migrate("--yes");
+  expect(code).toBe(1);
+  expect(out).toMatch(
+    /does not declare edge:index:HttpsEdge "web".*import them from "pulumi-edge\/packaged"/s,
+  );
+  expect((await stack.exportStack()).deployment.resources).toEqual(before.deployment.resources);
+});
+
+test("switched program + migrate-to-packaged: no write to the service, no route recreated, no changes left", async () => {
+  const routesBefore = await serviceRoutes();
+  expect(routesBefore).toHaveLength(3);
+  // The switch a user makes: the import line, and the plugin in Pulumi.yaml.
+  const index = join(ws.dir, "index.ts");
+  writeFileSync(
+    index,
+    readFileSync(index, "utf8").replace(`from "pulumi-edge";`, `from "pulumi-edge/packaged";`),
+  );
+  writeFileSync(
+    join(ws.dir, "Pulumi.yaml"),
+    `${readFileSync(join(ws.dir, "Pulumi.yaml"), "utf8")}plugins:\n  providers:\n    - name: edge\n      version: 0.1.0\n      path: ${PLUGIN_DIR}\n`,
+  );
+  server.reset();
+
+  const dry = await migrate();
+  expect(dry.code).toBe(0);
+  expect(dry.out).toMatch(/forget \(not delete\) 7 dynamic resources, then import:/);
+  expect(dry.out).toMatch(/edge:index:HttpsEdgeRoute "api" edghts_\w+\/edghtsrt_\w+/);
+  expect(dry.out).toMatch(/dry run/);
+
+  const done = await migrate("--yes");
+  expect([done.code, done.out]).toEqual([0, expect.stringMatching(/done/)]);
+  expect(server.mutations()).toEqual([]);
+
+  const state = JSON.stringify((await stack.exportStack()).deployment);
+  expect(state).not.toContain("__provider");
+  expect(state).not.toContain("pulumi-nodejs:dynamic");
+  await stack.preview({ ...quiet, expectNoChanges: true });
+  await stack.up(quiet);
+  expect(server.mutations()).toEqual([]);
+  expect(await serviceRoutes()).toEqual(routesBefore);
+  await stack.preview({ ...quiet, refresh: true, expectNoChanges: true });
+});
+
+test("the migrated stack destroys cleanly", async () => {
+  const destroy = await stack.destroy(quiet);
+  expect(destroy.summary.resourceChanges?.delete).toBe(7);
+  expect((await server.client.listHttpsEdges()).https_edges).toEqual([]);
+});
