@@ -87,6 +87,34 @@ test("tls-ip-restriction: a TLS edge and its IP restriction module", async () =>
   }
 });
 
+test("packaged-typescript: the generated SDK and the plugin from the npm package, embedded service", async () => {
+  const ex = copyExample("packaged-typescript");
+  try {
+    // The example names the plugin where npm puts it in a user's project; here that is the repository's.
+    const file = join(ex.dir, "Pulumi.yaml");
+    writeFileSync(
+      file,
+      readFileSync(file, "utf8").replace("node_modules/pulumi-edge/bin", join(engine.ROOT, "bin")),
+    );
+    const stack = await exampleStack(ex);
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(3);
+    expect(up.outputs.routeId!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
+    expect(up.outputs.routeId!.value).toBe(
+      `${String(up.outputs.routeId!.value).split("/")[0]}/${up.outputs.serviceRouteId!.value}`,
+    );
+    expect(up.outputs.circuitBreaker!.value).toMatchObject({ numBuckets: 10, errorThresholdPercentage: 0.5 });
+    expect(existsSync(join(ex.dir, ".edge-service", "edge.db"))).toBe(true); // embedded by default
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    const exported = await stateExport(stack, ex.stateDir);
+    expect(exported).not.toContain("demo-secret");
+    expect(exported).not.toContain("__provider");
+    await stack.destroy(quiet);
+  } finally {
+    ex.cleanup();
+  }
+});
+
 test("declarative: edges.yaml validated with file, line, entry and field; an edit applies exactly that change", async () => {
   const ex = copyExample("declarative");
   const server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-declarative-")));

@@ -2,9 +2,19 @@
  * The package as users get it: `npm pack`, installed into a fresh Pulumi project outside this
  * repository, deployed against the embedded service; then the project moves to another path
  * and its state still refreshes and destroys (the state carries no paths and no project code).
+ * The same installed package serves the packaged face: its plugin runs from node_modules.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { quiet } from "../engine/support/harness";
@@ -109,4 +119,44 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   await moved.preview({ ...quiet, expectNoChanges: true });
   const destroy = await moved.destroy(quiet);
   expect(destroy.summary.resourceChanges?.delete).toBe(5);
+});
+
+test("the installed package carries the plugin and every generated SDK; the plugin runs from node_modules", async () => {
+  const project = join(base, "moved", "project-b");
+  const installed = join(project, "node_modules", "pulumi-edge");
+  for (const file of [
+    "bin/pulumi-resource-edge",
+    "dist/provider/plugin/index.js",
+    "dist/packaged/index.d.ts",
+    "dist/sdks/python/pyproject.toml",
+    "dist/sdks/go/edge/httpsEdgeRoute.go",
+  ]) {
+    expect([file, existsSync(join(installed, file))]).toEqual([file, true]);
+  }
+  const packaged = join(base, "packaged");
+  mkdirSync(packaged);
+  // The user's layout: the plugin where npm put it, in the project's node_modules.
+  renameSync(join(project, "node_modules"), join(packaged, "node_modules"));
+  writeFileSync(
+    join(packaged, "package.json"),
+    JSON.stringify({ name: "consumer-packaged", private: true, main: "index.ts" }),
+  );
+  writeFileSync(
+    join(packaged, "Pulumi.yaml"),
+    "name: consumer-packaged\nruntime:\n  name: nodejs\n  options:\n    typescript: true\n" +
+      "plugins:\n  providers:\n    - name: edge\n      version: 0.1.0\n      path: node_modules/pulumi-edge/bin\n",
+  );
+  writeFileSync(join(packaged, "tsconfig.json"), readFileSync(join(project, "tsconfig.json")));
+  writeFileSync(
+    join(packaged, "index.ts"),
+    `import * as edge from "pulumi-edge/packaged";
+const web = new edge.HttpsEdge("web", { hostports: ["packaged.example.com:443"] });
+export const route = new edge.HttpsEdgeRoute("api", { edgeId: web.id, matchType: "exact_path", match: "/p", compression: {} }).id;
+`,
+  );
+  const stack = await engine.directoryStack({ workDir: packaged, stateDir: join(base, "state-packaged") });
+  const up = await stack.up(quiet);
+  expect(up.outputs.route!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
+  await stack.preview({ ...quiet, expectNoChanges: true });
+  await stack.destroy(quiet);
 });
