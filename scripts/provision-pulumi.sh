@@ -35,8 +35,12 @@ language_host_sdk=v3.68.0
 
 installed_ok() {
   [ -x "$bin/pulumi" ] && [ -x "$bin/pulumi-language-nodejs" ] && [ -x "$bin/pulumi-resource-pulumi-nodejs" ] \
-    && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ]
+    && python_host_ok && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ]
 }
+
+# The Python language host (for Python programs on the packaged provider's generated SDK) needs
+# its executor script beside it.
+python_host_ok() { [ -x "$bin/pulumi-language-python" ] && [ -x "$bin/pulumi-language-python-exec" ]; }
 
 install_dynamic_provider_host() {
   # Shipped inside @pulumi/pulumi: a sh script that runs the package's dynamic-provider host.
@@ -54,7 +58,8 @@ download_release() {
   curl -fsSL "https://get.pulumi.com/releases/sdk/pulumi-v$version-linux-x64.tar.gz" -o "$tmp/pulumi.tgz"
   tar -xzf "$tmp/pulumi.tgz" -C "$tmp"
   mkdir -p "$bin"
-  cp "$tmp"/pulumi/pulumi "$tmp"/pulumi/pulumi-language-nodejs "$bin/"
+  cp "$tmp"/pulumi/pulumi "$tmp"/pulumi/pulumi-language-nodejs \
+    "$tmp"/pulumi/pulumi-language-python "$tmp"/pulumi/pulumi-language-python-exec "$bin/"
   rm -rf "$tmp"
 }
 
@@ -89,19 +94,39 @@ build_from_source() {
   (cd "$tree/pkg" && go build "${flags[@]}" -ldflags "$ldflags" -o "$bin/pulumi" ./cmd/pulumi)
 
   say "building pulumi-language-nodejs from sdk/v3@$language_host_sdk"
-  local lh
-  lh=$(module_dir "github.com/pulumi/pulumi/sdk/v3@$language_host_sdk") || die "the module proxy has no sdk/v3@$language_host_sdk"
-  stage "$lh" "$tree/language-host/sdk"
-  (cd "$tree/language-host/sdk" && go build "${flags[@]}" \
+  build_language_host nodejs
+  build_python_host
+}
+
+language_host_tree() { # the sdk module of $language_host_sdk, staged once
+  local tree="$build_root/v$version/language-host/sdk"
+  if [ ! -d "$tree/nodejs/cmd" ]; then
+    local lh
+    lh=$(module_dir "github.com/pulumi/pulumi/sdk/v3@$language_host_sdk") || die "the module proxy has no sdk/v3@$language_host_sdk"
+    stage "$lh" "$tree"
+  fi
+  echo "$tree"
+}
+
+build_language_host() { # nodejs | python
+  local tree; tree=$(language_host_tree)
+  (cd "$tree" && go build -trimpath -tags osusergo,grpcnotrace \
     -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=v$version" \
-    -o "$bin/pulumi-language-nodejs" ./nodejs/cmd/pulumi-language-nodejs)
+    -o "$bin/pulumi-language-$1" "./$1/cmd/pulumi-language-$1")
+}
+
+build_python_host() {
+  command -v go >/dev/null || die "the Python language host is missing from $bin and Go is not installed to build it: install Go >= 1.25 and run this script again."
+  say "building pulumi-language-python from sdk/v3@$language_host_sdk"
+  build_language_host python
+  install -m 0755 "$(language_host_tree)/python/cmd/pulumi-language-python-exec" "$bin/"
 }
 
 if installed_ok; then
   say "Pulumi v$version already installed in $bin"
 else
   if [ -x "$bin/pulumi" ] && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ] && [ -x "$bin/pulumi-language-nodejs" ]; then
-    :
+    python_host_ok || build_python_host
   elif online; then
     download_release
   else

@@ -16,6 +16,7 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 const engine = require("./engine.js");
@@ -53,7 +54,8 @@ function sdkgen() {
 function generate() {
   const gen = sdkgen();
   const stampFile = path.join(OUT, ".stamp");
-  const stamp = `${hash(SCHEMA)} ${path.basename(path.dirname(gen))}`;
+  // This script is part of the stamp: a change to how the SDKs are laid out regenerates them.
+  const stamp = `${hash(SCHEMA, fileURLToPath(import.meta.url))} ${path.basename(path.dirname(gen))}`;
   if (
     fs.existsSync(stampFile) &&
     fs.readFileSync(stampFile, "utf8") === stamp &&
@@ -69,9 +71,34 @@ function generate() {
     });
     log(`${language}: dist/sdks/${language}`);
   }
+  goModule();
   dotnet();
   compileNode();
   fs.writeFileSync(stampFile, stamp);
+}
+
+/**
+ * The Go SDK's module file. The schema's import path is github.com/pulumi-edge/pulumi-edge/sdk/go/edge,
+ * so dist/sdks is that module's root: a Go program names it with
+ * `replace github.com/pulumi-edge/pulumi-edge/sdk => <node_modules/pulumi-edge/dist/sdks>`.
+ */
+function goModule() {
+  const pulumiVersion = require("../package.json").dependencies["@pulumi/pulumi"];
+  fs.writeFileSync(
+    path.join(OUT, "go.mod"),
+    [
+      "module github.com/pulumi-edge/pulumi-edge/sdk",
+      "",
+      "go 1.21",
+      "",
+      "require (",
+      "\tgithub.com/blang/semver v3.5.1+incompatible",
+      `\tgithub.com/pulumi/pulumi/sdk/v3 v${pulumiVersion}`,
+      ")",
+      "",
+    ].join("\n"),
+  );
+  log("go: module file dist/sdks/go.mod");
 }
 
 function dotnet() {
