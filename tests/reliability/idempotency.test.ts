@@ -10,7 +10,18 @@ import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES } from "../../sdk/contract";
 import { startServer } from "../../sdk/service/server";
 import { httpTransport } from "../../sdk/transport";
-import { expectRejected, FIXTURES, type Fixture, makeTempDir, raw, removeDir } from "../service/helpers";
+import {
+  expectRejected,
+  fillIds,
+  FIXTURES,
+  type Fixture,
+  makeTempDir,
+  raw,
+  type RawResponse,
+  REJECTED,
+  type Rejection,
+  removeDir,
+} from "../service/helpers";
 import { type FaultAction, faultProxy } from "./support";
 
 describe("a create whose answer is lost after the server acted", () => {
@@ -184,41 +195,55 @@ describe.each(FIXTURES)("Idempotency-Key rules %s", (_label, makeFixture) => {
     expect((await raw(fx.transport, "POST", routes(), { body })).status).toBe(409);
   });
 
-  test("the same key with another body, or a malformed key: 400 naming Idempotency-Key, nothing changed", async () => {
-    const headers = { "idempotency-key": `k2-${fx.kind}` };
-    expect(
-      (
-        await raw(fx.transport, "POST", routes(), {
-          body: { match_type: "exact_path", match: "/k2" },
-          headers,
-        })
-      ).status,
-    ).toBe(201);
-    for (const [h, body] of [
-      [headers, { match_type: "exact_path", match: "/k2-other" }],
-      [{ "idempotency-key": "x".repeat(256) }, { match_type: "exact_path", match: "/k2-long" }],
-      [{ "idempotency-key": "with space" }, {}],
-    ] as const) {
-      await expectRejected(
-        fx,
-        "POST",
-        routes(),
-        { body, headers: h },
-        400,
-        ERROR_CODES.validation.code,
-        "Idempotency-Key",
-      );
-    }
-    // A key used for a route create is another request than an edge create.
-    await expectRejected(
-      fx,
-      "POST",
-      "/edges/https",
-      { body: {}, headers },
-      400,
-      ERROR_CODES.validation.code,
-      "Idempotency-Key",
-    );
+  describe("the same key with another body, or a malformed key: 400 naming Idempotency-Key, nothing changed", () => {
+    let ids: { edge: string; key: string };
+    let first: RawResponse;
+    beforeAll(async () => {
+      ids = { edge: edgeId, key: `k2-${fx.kind}` };
+      first = await raw(fx.transport, "POST", routes(), {
+        body: { match_type: "exact_path", match: "/k2" },
+        headers: { "idempotency-key": ids.key },
+      });
+    });
+    test("the first create with the key → 201", () => {
+      expect(first.status).toBe(201);
+    });
+    const invalidKey = { status: 400, code: ERROR_CODES.validation.code, field: "Idempotency-Key" };
+    test.each<Rejection>([
+      {
+        case: "the key again with another body",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: { match_type: "exact_path", match: "/k2-other" },
+        headers: { "idempotency-key": "{key}" },
+        ...invalidKey,
+      },
+      {
+        case: "a key of 256 characters",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: { match_type: "exact_path", match: "/k2-long" },
+        headers: { "idempotency-key": "x".repeat(256) },
+        ...invalidKey,
+      },
+      {
+        case: "a key with a space",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: {},
+        headers: { "idempotency-key": "with space" },
+        ...invalidKey,
+      },
+      // A key used for a route create is another request than an edge create.
+      {
+        case: "the key of a route create on an edge create",
+        method: "POST",
+        path: "/edges/https",
+        body: {},
+        headers: { "idempotency-key": "{key}" },
+        ...invalidKey,
+      },
+    ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
   });
 
   test("a rejected create does not consume its key", async () => {

@@ -156,7 +156,50 @@ export function expectErrorBody(res: RawResponse, status: number, code: string, 
   else expect(body.details.field).toBe(field);
 }
 
+/**
+ * A request that must be rejected, and how: one row of an `it.each` table (title: `REJECTED`).
+ * A path (or header value) that needs ids made at run time (in a beforeAll) holds `{name}`
+ * placeholders, filled by `fillIds` in the test body.
+ */
+export interface Rejection extends RawOptions {
+  /** What is wrong with the request, in words (for the test title). */
+  case: string;
+  method: string;
+  path: string;
+  status: number;
+  code: string;
+  /** The field at fault; null: the error names no field. */
+  field: string | null;
+}
+
+/** The title of a table of `Rejection` rows. */
+export const REJECTED = "$case: $method $path → $status $code at $field";
+
+/**
+ * The row with the `{name}` placeholders of its path and header values replaced by `ids[name]`;
+ * throws on a placeholder it has no id for (a request to a literal `{edge}` would 404 and pass).
+ */
+export function fillIds<R extends Pick<Rejection, "path" | "headers">>(
+  row: R,
+  ids: Record<string, string>,
+): R {
+  const fill = (text: string) =>
+    text.replace(/\{(\w+)\}/g, (_m, name: string) => {
+      const id = ids[name];
+      if (id === undefined) throw new Error(`no id for {${name}} in ${text}`);
+      return id;
+    });
+  const headers =
+    row.headers && Object.fromEntries(Object.entries(row.headers).map(([k, v]) => [k, fill(v)]));
+  return { ...row, path: fill(row.path), ...(headers ? { headers } : {}) };
+}
+
 /** Sends a request that must be rejected, asserts the error, and proves the database is unchanged. */
+export async function expectRejected(
+  fx: Pick<Fixture, "transport" | "store">,
+  rejection: Omit<Rejection, "case"> & { case?: string },
+): Promise<RawResponse>;
+/** @deprecated The positional form; pass one `Rejection` (a table row) instead. */
 export async function expectRejected(
   fx: Pick<Fixture, "transport" | "store">,
   method: string,
@@ -165,10 +208,24 @@ export async function expectRejected(
   status: number,
   code: string,
   field: string | null,
+): Promise<RawResponse>;
+export async function expectRejected(
+  fx: Pick<Fixture, "transport" | "store">,
+  ...args:
+    | [Omit<Rejection, "case"> & { case?: string }]
+    | [string, string, RawOptions, number, string, string | null]
 ): Promise<RawResponse> {
+  const r =
+    args.length === 1
+      ? args[0]
+      : { method: args[0], path: args[1], ...args[2], status: args[3], code: args[4], field: args[5] };
   const before = fingerprint(fx.store);
-  const res = await raw(fx.transport, method, urlPath, opts);
-  expectErrorBody(res, status, code, field);
+  const res = await raw(fx.transport, r.method, r.path, {
+    body: r.body,
+    contentType: r.contentType,
+    headers: r.headers,
+  });
+  expectErrorBody(res, r.status, r.code, r.field);
   expect(fingerprint(fx.store)).toBe(before);
   return res;
 }

@@ -16,11 +16,14 @@ import {
   COMPATIBLE_MODULES,
   expectApiError,
   expectRejected,
+  fillIds,
   FIXTURES,
   type Fixture,
   IDP_METADATA,
   moduleSample,
   raw,
+  REJECTED,
+  type Rejection,
   SESSION_DEFAULTS,
   uniqueMatch,
 } from "./helpers";
@@ -65,8 +68,9 @@ describe.each(FIXTURES)("route modules %s", (_name, makeFixture) => {
       const path = `/edges/https/${edgeId}/routes/${route.id}/${module}`;
       const sample = moduleSample(module, fx.baseUrl, route.id);
 
-      await expectRejected(fx, "GET", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", path, {}, 404, E.notFound.code, null);
+      for (const method of ["GET", "DELETE"]) {
+        await expectRejected(fx, { method, path, status: 404, code: E.notFound.code, field: null });
+      }
 
       const put = await raw(fx.transport, "PUT", path, { body: sample.request });
       expect(put.status).toBe(200);
@@ -86,93 +90,118 @@ describe.each(FIXTURES)("route modules %s", (_name, makeFixture) => {
       const del = await raw(fx.transport, "DELETE", path);
       expect(del.status).toBe(204);
       expect(del.text).toBe("");
-      await expectRejected(fx, "GET", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", path, {}, 404, E.notFound.code, null);
+      for (const method of ["GET", "DELETE"]) {
+        await expectRejected(fx, { method, path, status: 404, code: E.notFound.code, field: null });
+      }
       expect((await fx.client.getRoute(edgeId, route.id))[module]).toBeNull();
     });
 
-    it("PUT replaces the module whole and rejects unknown fields without storing", async () => {
+    it("PUT replaces the module whole", async () => {
       const route = await newRoute();
       const path = `/edges/https/${edgeId}/routes/${route.id}/${module}`;
       const sample = moduleSample(module, fx.baseUrl, route.id);
       await fx.client.putRouteModule(edgeId, route.id, module, sample.request as never);
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ...sample.request, surprise: 1 } },
-        400,
-        E.unknownField.code,
-        "surprise",
-      );
       const disabled = await raw(fx.transport, "PUT", path, { body: { ...sample.request, enabled: false } });
       expect(disabled.status).toBe(200);
       expect(disabled.json).toEqual({ ...sample.response, enabled: false });
       // Omitting enabled again brings back the default (true): the PUT is a whole replacement.
       const again = await raw(fx.transport, "PUT", path, { body: { ...sample.request, enabled: undefined } });
       expect(again.json.enabled).toBe(true);
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ...sample.request, enabled: 1 } },
-        400,
-        E.validation.code,
-        "enabled",
-      );
-      // Module PUT on a route that does not exist.
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/https/${edgeId}/routes/edghtsrt_missing/${module}`,
-        { body: sample.request },
-        404,
-        E.notFound.code,
-        null,
-      );
+    });
+
+    describe("PUT rejects unknown fields and bad values without storing", () => {
+      let ids: { edge: string; route: string };
+      beforeAll(async () => {
+        ids = { edge: edgeId, route: (await newRoute()).id };
+        const { request } = moduleSample(module, fx.baseUrl, ids.route);
+        await fx.client.putRouteModule(edgeId, ids.route, module, request as never);
+      });
+      // A sample's request depends on neither the base url nor the route.
+      const { request } = moduleSample(module, "", "");
+      it.each<Rejection>([
+        {
+          case: "an unknown field",
+          method: "PUT",
+          path: `/edges/https/{edge}/routes/{route}/${module}`,
+          body: { ...request, surprise: 1 },
+          status: 400,
+          code: E.unknownField.code,
+          field: "surprise",
+        },
+        {
+          case: "enabled not a boolean",
+          method: "PUT",
+          path: `/edges/https/{edge}/routes/{route}/${module}`,
+          body: { ...request, enabled: 1 },
+          status: 400,
+          code: E.validation.code,
+          field: "enabled",
+        },
+        {
+          case: "a route that does not exist",
+          method: "PUT",
+          path: `/edges/https/{edge}/routes/edghtsrt_missing/${module}`,
+          body: request,
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
     });
   });
 
-  it("module PUT validation names the field relative to the module body", async () => {
-    const route = await newRoute();
-    const base = `/edges/https/${edgeId}/routes/${route.id}`;
-    await expectRejected(
-      fx,
-      "PUT",
-      `${base}/circuit_breaker`,
-      { body: { num_buckets: 129 } },
-      400,
-      E.validation.code,
-      "num_buckets",
-    );
-    await expectRejected(
-      fx,
-      "PUT",
-      `${base}/oauth`,
-      { body: { provider: { github: { client_id: "id" } } } },
-      400,
-      E.validation.code,
-      "provider.github.client_secret",
-    );
-    await expectRejected(
-      fx,
-      "PUT",
-      `${base}/webhook_verification`,
-      { body: { provider: "stripe" } },
-      400,
-      E.validation.code,
-      "secret",
-    );
-    await expectRejected(
-      fx,
-      "PUT",
-      `${base}/traffic_policy`,
-      { body: { value: "" } },
-      400,
-      E.validation.code,
-      "value",
-    );
-    await expectRejected(fx, "PUT", `${base}/backend`, { body: {} }, 400, E.validation.code, "backend_id");
+  describe("module PUT validation names the field relative to the module body", () => {
+    let ids: { edge: string; route: string };
+    beforeAll(async () => {
+      ids = { edge: edgeId, route: (await newRoute()).id };
+    });
+    it.each<Rejection>([
+      {
+        case: "num_buckets 129",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/circuit_breaker",
+        body: { num_buckets: 129 },
+        status: 400,
+        code: E.validation.code,
+        field: "num_buckets",
+      },
+      {
+        case: "an oauth client_id without its secret",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/oauth",
+        body: { provider: { github: { client_id: "id" } } },
+        status: 400,
+        code: E.validation.code,
+        field: "provider.github.client_secret",
+      },
+      {
+        case: "stripe without a secret",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/webhook_verification",
+        body: { provider: "stripe" },
+        status: 400,
+        code: E.validation.code,
+        field: "secret",
+      },
+      {
+        case: "an empty traffic policy",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/traffic_policy",
+        body: { value: "" },
+        status: 400,
+        code: E.validation.code,
+        field: "value",
+      },
+      {
+        case: "backend_id missing",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/backend",
+        body: {},
+        status: 400,
+        code: E.validation.code,
+        field: "backend_id",
+      },
+    ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
   });
 
   it("a route with every compatible module at once returns each in full", async () => {
@@ -351,27 +380,34 @@ describe.each(FIXTURES)("route modules %s", (_name, makeFixture) => {
       expect(got.text).toContain('"X-UPPER-CASE":"3"');
     });
 
-    it("two keys differing only by case → 400 naming the second key; nothing stored", async () => {
-      const route = await newRoute();
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/https/${edgeId}/routes/${route.id}/request_headers`,
-        { body: { add: { "X-Foo": "1", "x-foo": "2" } } },
-        400,
-        E.validation.code,
-        'add["x-foo"]',
-      );
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/${route.id}`,
-        { body: { response_headers: { add: { "X-Bar": "1", "X-BAR": "2" } } } },
-        400,
-        E.validation.code,
-        'response_headers.add["X-BAR"]',
-      );
-      expect((await fx.client.getRoute(edgeId, route.id)).request_headers).toBeNull();
+    describe("two keys differing only by case → 400 naming the second key; nothing stored", () => {
+      let ids: { edge: string; route: string };
+      beforeAll(async () => {
+        ids = { edge: edgeId, route: (await newRoute()).id };
+      });
+      it.each<Rejection>([
+        {
+          case: "X-Foo and x-foo",
+          method: "PUT",
+          path: "/edges/https/{edge}/routes/{route}/request_headers",
+          body: { add: { "X-Foo": "1", "x-foo": "2" } },
+          status: 400,
+          code: E.validation.code,
+          field: 'add["x-foo"]',
+        },
+        {
+          case: "X-Bar and X-BAR",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: { response_headers: { add: { "X-Bar": "1", "X-BAR": "2" } } },
+          status: 400,
+          code: E.validation.code,
+          field: 'response_headers.add["X-BAR"]',
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+      it("the route still has no request headers", async () => {
+        expect((await fx.client.getRoute(edgeId, ids.route)).request_headers).toBeNull();
+      });
     });
   });
 
@@ -422,25 +458,28 @@ describe.each(FIXTURES)("route modules %s", (_name, makeFixture) => {
       expect(other.saml!.entity_id).toBe(`${fx.baseUrl}/saml/${other.id}/metadata`);
     });
 
-    it("read-only SAML fields are refused in requests", async () => {
-      const route = await newRoute();
-      for (const field of [
-        "entity_id",
-        "metadata_url",
-        "assertion_consumer_service_url",
-        "single_logout_url",
-        "request_signing_certificate_pem",
-      ]) {
-        await expectRejected(
-          fx,
-          "PUT",
-          `/edges/https/${edgeId}/routes/${route.id}/saml`,
-          { body: { idp_metadata: IDP_METADATA, [field]: "x" } },
-          400,
-          E.unknownField.code,
+    describe("read-only SAML fields are refused in requests", () => {
+      let ids: { edge: string; route: string };
+      beforeAll(async () => {
+        ids = { edge: edgeId, route: (await newRoute()).id };
+      });
+      it.each<Rejection>(
+        [
+          "entity_id",
+          "metadata_url",
+          "assertion_consumer_service_url",
+          "single_logout_url",
+          "request_signing_certificate_pem",
+        ].map((field) => ({
+          case: `read-only ${field}`,
+          method: "PUT",
+          path: "/edges/https/{edge}/routes/{route}/saml",
+          body: { idp_metadata: IDP_METADATA, [field]: "x" },
+          status: 400,
+          code: E.unknownField.code,
           field,
-        );
-      }
+        })),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
     });
   });
 
@@ -451,84 +490,95 @@ describe.each(FIXTURES)("route modules %s", (_name, makeFixture) => {
       saml: { idp_metadata: IDP_METADATA },
     } as const;
 
-    it.each([
+    describe.each([
       ["oauth", "oidc"],
       ["oauth", "saml"],
       ["oidc", "saml"],
       ["oidc", "oauth"],
       ["saml", "oauth"],
       ["saml", "oidc"],
-    ] as const)("route with %s: module PUT of %s → 400 naming it, nothing stored", async (have, put) => {
-      const route = await newRoute({ [have]: auth[have] });
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/https/${edgeId}/routes/${route.id}/${put}`,
-        { body: auth[put] },
-        400,
-        E.validation.code,
-        put,
-      );
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/${route.id}`,
-        { body: { [put]: auth[put] } },
-        400,
-        E.validation.code,
-        put,
-      );
-      // null for the present one does not delete it, so the PATCH is still refused.
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/${route.id}`,
-        { body: { [have]: null, [put]: auth[put] } },
-        400,
-        E.validation.code,
-        put,
-      );
-      const after = await fx.client.getRoute(edgeId, route.id);
-      expect(after[put]).toBeNull();
-      expect(after[have]).not.toBeNull();
+    ] as const)("route with %s: module PUT of %s → 400 naming it, nothing stored", (have, put) => {
+      let ids: { edge: string; route: string };
+      beforeAll(async () => {
+        ids = { edge: edgeId, route: (await newRoute({ [have]: auth[have] })).id };
+      });
+      it.each<Rejection>([
+        {
+          case: `module PUT of ${put}`,
+          method: "PUT",
+          path: `/edges/https/{edge}/routes/{route}/${put}`,
+          body: auth[put],
+          status: 400,
+          code: E.validation.code,
+          field: put,
+        },
+        {
+          case: `PATCH with ${put}`,
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: { [put]: auth[put] },
+          status: 400,
+          code: E.validation.code,
+          field: put,
+        },
+        // null for the present one does not delete it, so the PATCH is still refused.
+        {
+          case: `PATCH with ${have}: null and ${put}`,
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: { [have]: null, [put]: auth[put] },
+          status: 400,
+          code: E.validation.code,
+          field: put,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
 
-      // After deleting the present one, the other is accepted; replacing the same one is fine too.
-      await fx.client.deleteRouteModule(edgeId, route.id, have);
-      const ok = await fx.client.putRouteModule(edgeId, route.id, put, auth[put] as never);
-      expect(ok.enabled).toBe(true);
-      const same = await fx.client.updateRoute(edgeId, route.id, { [put]: auth[put] });
-      expect(same[put]).not.toBeNull();
+      it(`after deleting ${have}, ${put} is accepted; replacing the same one is fine too`, async () => {
+        const after = await fx.client.getRoute(edgeId, ids.route);
+        expect(after[put]).toBeNull();
+        expect(after[have]).not.toBeNull();
+
+        await fx.client.deleteRouteModule(edgeId, ids.route, have);
+        const ok = await fx.client.putRouteModule(edgeId, ids.route, put, auth[put] as never);
+        expect(ok.enabled).toBe(true);
+        const same = await fx.client.updateRoute(edgeId, ids.route, { [put]: auth[put] });
+        expect(same[put]).not.toBeNull();
+      });
     });
 
-    it("two auth modules in one create → 400, nothing stored", async () => {
-      for (const [a, b] of [
-        ["oauth", "oidc"],
-        ["oauth", "saml"],
-        ["oidc", "saml"],
-      ] as const) {
-        await expectRejected(
-          fx,
-          "POST",
-          `/edges/https/${edgeId}/routes`,
-          { body: { match_type: "exact_path", match: uniqueMatch("auth"), [a]: auth[a], [b]: auth[b] } },
+    describe("two auth modules in one create → 400, nothing stored", () => {
+      it.each<Rejection>(
+        (
+          [
+            ["oauth", "oidc"],
+            ["oauth", "saml"],
+            ["oidc", "saml"],
+          ] as const
+        ).map(([a, b]) => ({
+          case: `${a} and ${b}`,
+          method: "POST",
+          path: "/edges/https/{edge}/routes",
+          body: { match_type: "exact_path", match: uniqueMatch("auth"), [a]: auth[a], [b]: auth[b] },
+          status: 400,
+          code: E.validation.code,
+          field: a,
+        })),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, { edge: edgeId })));
+      it("all three: the client's error names oauth and says why", async () => {
+        const all = await expectApiError(
+          fx.client.createRoute(edgeId, {
+            match_type: "exact_path",
+            match: uniqueMatch("auth"),
+            oauth: auth.oauth,
+            oidc: auth.oidc,
+            saml: auth.saml,
+          }),
           400,
           E.validation.code,
-          a,
+          "oauth",
         );
-      }
-      const all = await expectApiError(
-        fx.client.createRoute(edgeId, {
-          match_type: "exact_path",
-          match: uniqueMatch("auth"),
-          oauth: auth.oauth,
-          oidc: auth.oidc,
-          saml: auth.saml,
-        }),
-        400,
-        E.validation.code,
-        "oauth",
-      );
-      expect(all.msg).toMatch(/only one of oauth, oidc and saml/);
+        expect(all.msg).toMatch(/only one of oauth, oidc and saml/);
+      });
     });
   });
 });

@@ -9,10 +9,14 @@ import {
   expectApiError,
   expectErrorBody,
   expectRejected,
+  fillIds,
   FIXTURES,
   type Fixture,
   ID_RE,
   raw,
+  type RawResponse,
+  REJECTED,
+  type Rejection,
   uniqueMatch,
 } from "./helpers";
 
@@ -79,7 +83,13 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       expect(fingerprint(fx.store)).not.toContain(r1.id);
       expect(fingerprint(fx.store)).not.toContain(r2.id);
       expect(fingerprint(fx.store)).not.toContain(edge.id);
-      await expectRejected(fx, "DELETE", `/edges/https/${edge.id}`, {}, 404, E.notFound.code, null);
+      await expectRejected(fx, {
+        method: "DELETE",
+        path: `/edges/https/${edge.id}`,
+        status: 404,
+        code: E.notFound.code,
+        field: null,
+      });
     });
 
     it("list pages newest first with limit / before_id and next_page_uri", async () => {
@@ -103,52 +113,54 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       expect(last.https_edges.map((e) => e.id)).not.toContain(newestFirst[4]);
     });
 
-    it("rejects invalid edge bodies with the field at fault and stores nothing", async () => {
-      await expectRejected(
-        fx,
-        "POST",
-        "/edges/https",
-        { body: { hostports: ["example.com"] } },
-        400,
-        E.validation.code,
-        "hostports[0]",
-      );
-      await expectRejected(
-        fx,
-        "POST",
-        "/edges/https",
-        { body: { hostports: ["example.com:70000"] } },
-        400,
-        E.validation.code,
-        "hostports[0]",
-      );
-      await expectRejected(
-        fx,
-        "POST",
-        "/edges/tls",
-        { body: { descripton: "typo" } },
-        400,
-        E.unknownField.code,
-        "descripton",
-      );
-      await expectRejected(
-        fx,
-        "POST",
-        "/edges/https",
-        { body: { description: "é".repeat(128) } },
-        400,
-        E.validation.code,
-        "description",
-      );
-      await expectRejected(
-        fx,
-        "POST",
-        "/edges/tls",
-        { body: { metadata: "€".repeat(1366) } },
-        400,
-        E.validation.code,
-        "metadata",
-      );
+    describe("rejects invalid edge bodies with the field at fault and stores nothing", () => {
+      it.each<Rejection>([
+        {
+          case: "a hostport without a port",
+          method: "POST",
+          path: "/edges/https",
+          body: { hostports: ["example.com"] },
+          status: 400,
+          code: E.validation.code,
+          field: "hostports[0]",
+        },
+        {
+          case: "a hostport with a port above 65535",
+          method: "POST",
+          path: "/edges/https",
+          body: { hostports: ["example.com:70000"] },
+          status: 400,
+          code: E.validation.code,
+          field: "hostports[0]",
+        },
+        {
+          case: "an unknown field (a typo)",
+          method: "POST",
+          path: "/edges/tls",
+          body: { descripton: "typo" },
+          status: 400,
+          code: E.unknownField.code,
+          field: "descripton",
+        },
+        {
+          case: "a description of 128 × é = 256 bytes",
+          method: "POST",
+          path: "/edges/https",
+          body: { description: "é".repeat(128) },
+          status: 400,
+          code: E.validation.code,
+          field: "description",
+        },
+        {
+          case: "metadata of 1366 × € = 4098 bytes",
+          method: "POST",
+          path: "/edges/tls",
+          body: { metadata: "€".repeat(1366) },
+          status: 400,
+          code: E.validation.code,
+          field: "metadata",
+        },
+      ])(REJECTED, (row) => expectRejected(fx, row));
     });
   });
 
@@ -182,35 +194,51 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       await expectApiError(fx.client.getHttpsEdge(edge.id), 404, E.notFound.code);
       const https = await newEdge();
       await expectApiError(fx.client.getTlsEdge(https.id), 404, E.notFound.code);
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/tls/${https.id}/ip_restriction`,
-        { body: { ip_policy_ids: ["p1"] } },
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(
-        fx,
-        "POST",
-        `/edges/https/${edge.id}/routes`,
-        { body: { match_type: "exact_path", match: "/x" } },
-        404,
-        E.notFound.code,
-        null,
-      );
 
       expect((await raw(fx.transport, "DELETE", `/edges/tls/${edge.id}`)).status).toBe(204);
       await expectApiError(fx.client.getTlsEdge(edge.id), 404, E.notFound.code);
-      await expectRejected(fx, "DELETE", `/edges/tls/${edge.id}`, {}, 404, E.notFound.code, null);
+      await expectRejected(fx, {
+        method: "DELETE",
+        path: `/edges/tls/${edge.id}`,
+        status: 404,
+        code: E.notFound.code,
+        field: null,
+      });
+    });
+
+    describe("a TLS edge is not an HTTPS edge and vice versa", () => {
+      let ids: { https: string; tls: string };
+      beforeAll(async () => {
+        ids = { https: (await newEdge()).id, tls: (await fx.client.createTlsEdge()).id };
+      });
+      it.each<Rejection>([
+        {
+          case: "the IP restriction of an HTTPS edge",
+          method: "PUT",
+          path: "/edges/tls/{https}/ip_restriction",
+          body: { ip_policy_ids: ["p1"] },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a route on a TLS edge",
+          method: "POST",
+          path: "/edges/https/{tls}/routes",
+          body: { match_type: "exact_path", match: "/x" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
     });
 
     it("PUT / GET / DELETE ip_restriction, 404 when none, Refs in order, enabled default true", async () => {
       const edge = await fx.client.createTlsEdge();
       const path = `/edges/tls/${edge.id}/ip_restriction`;
-      await expectRejected(fx, "GET", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", path, {}, 404, E.notFound.code, null);
+      for (const method of ["GET", "DELETE"]) {
+        await expectRejected(fx, { method, path, status: 404, code: E.notFound.code, field: null });
+      }
 
       const put = await raw(fx.transport, "PUT", path, { body: { ip_policy_ids: ["ipp_z", "ipp_a"] } });
       expect(put.status).toBe(200);
@@ -236,65 +264,82 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       });
       expect(await fx.client.getTlsIpRestriction(edge.id)).toEqual(replaced);
 
-      // Invalid bodies change nothing.
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ip_policy_ids: [] } },
-        400,
-        E.validation.code,
-        "ip_policy_ids",
-      );
-      await expectRejected(fx, "PUT", path, { body: {} }, 400, E.validation.code, "ip_policy_ids");
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ip_policy_ids: ["ok", "not ok"] } },
-        400,
-        E.validation.code,
-        "ip_policy_ids[1]",
-      );
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ip_policy_ids: ["p1"], enable: true } },
-        400,
-        E.unknownField.code,
-        "enable",
-      );
-      await expectRejected(
-        fx,
-        "PUT",
-        path,
-        { body: { ip_policy_ids: ["p1"], enabled: "no" } },
-        400,
-        E.validation.code,
-        "enabled",
-      );
-      await expectRejected(
-        fx,
-        "PUT",
-        "/edges/tls/edgtls_missing/ip_restriction",
-        { body: { ip_policy_ids: ["p1"] } },
-        404,
-        E.notFound.code,
-        null,
-      );
-
       const del = await raw(fx.transport, "DELETE", path);
       expect(del.status).toBe(204);
       expect(del.text).toBe("");
-      await expectRejected(fx, "GET", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", path, {}, 404, E.notFound.code, null);
+      for (const method of ["GET", "DELETE"]) {
+        await expectRejected(fx, { method, path, status: 404, code: E.notFound.code, field: null });
+      }
       expect((await fx.client.getTlsEdge(edge.id)).ip_restriction).toBeNull();
 
       // Deleting the edge deletes its module with it.
       await fx.client.putTlsIpRestriction(edge.id, { ip_policy_ids: ["p1"] });
       await fx.client.deleteTlsEdge(edge.id);
       expect(fingerprint(fx.store)).not.toContain(edge.id);
+    });
+
+    describe("invalid ip_restriction bodies change nothing", () => {
+      let ids: { tls: string };
+      beforeAll(async () => {
+        ids = { tls: (await fx.client.createTlsEdge()).id };
+        await fx.client.putTlsIpRestriction(ids.tls, { enabled: false, ip_policy_ids: ["p9"] });
+      });
+      it.each<Rejection>([
+        {
+          case: "no IP policy",
+          method: "PUT",
+          path: "/edges/tls/{tls}/ip_restriction",
+          body: { ip_policy_ids: [] },
+          status: 400,
+          code: E.validation.code,
+          field: "ip_policy_ids",
+        },
+        {
+          case: "ip_policy_ids missing",
+          method: "PUT",
+          path: "/edges/tls/{tls}/ip_restriction",
+          body: {},
+          status: 400,
+          code: E.validation.code,
+          field: "ip_policy_ids",
+        },
+        {
+          case: "an IP policy id outside the id charset",
+          method: "PUT",
+          path: "/edges/tls/{tls}/ip_restriction",
+          body: { ip_policy_ids: ["ok", "not ok"] },
+          status: 400,
+          code: E.validation.code,
+          field: "ip_policy_ids[1]",
+        },
+        {
+          case: "an unknown field (a typo)",
+          method: "PUT",
+          path: "/edges/tls/{tls}/ip_restriction",
+          body: { ip_policy_ids: ["p1"], enable: true },
+          status: 400,
+          code: E.unknownField.code,
+          field: "enable",
+        },
+        {
+          case: "enabled not a boolean",
+          method: "PUT",
+          path: "/edges/tls/{tls}/ip_restriction",
+          body: { ip_policy_ids: ["p1"], enabled: "no" },
+          status: 400,
+          code: E.validation.code,
+          field: "enabled",
+        },
+        {
+          case: "an unknown TLS edge",
+          method: "PUT",
+          path: "/edges/tls/edgtls_missing/ip_restriction",
+          body: { ip_policy_ids: ["p1"] },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
     });
   });
 
@@ -351,109 +396,192 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       expect(get.json).toEqual(route);
     });
 
-    it("delete → 204, then 404 on get, patch and delete", async () => {
-      const edge = await newEdge();
-      const route = await fx.client.createRoute(edge.id, { match_type: "exact_path", match: "/gone" });
-      const path = `/edges/https/${edge.id}/routes/${route.id}`;
-      const del = await raw(fx.transport, "DELETE", path);
-      expect(del.status).toBe(204);
-      expect(del.text).toBe("");
-      await expectRejected(fx, "GET", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "PATCH", path, { body: { description: "x" } }, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", path, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "GET", `${path}/backend`, {}, 404, E.notFound.code, null);
-      // The (match_type, match) is free again.
-      const again = await fx.client.createRoute(edge.id, { match_type: "exact_path", match: "/gone" });
-      expect(again.id).not.toBe(route.id);
+    describe("delete → 204, then 404 on get, patch and delete", () => {
+      let ids: { edge: string; route: string };
+      let del: RawResponse;
+      beforeAll(async () => {
+        const edge = (await newEdge()).id;
+        ids = {
+          edge,
+          route: (await fx.client.createRoute(edge, { match_type: "exact_path", match: "/gone" })).id,
+        };
+        del = await raw(fx.transport, "DELETE", `/edges/https/${ids.edge}/routes/${ids.route}`);
+      });
+      it("delete → 204 with an empty body", () => {
+        expect(del.status).toBe(204);
+        expect(del.text).toBe("");
+      });
+      it.each<Rejection>([
+        {
+          case: "a deleted route",
+          method: "GET",
+          path: "/edges/https/{edge}/routes/{route}",
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a deleted route",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: { description: "x" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a deleted route",
+          method: "DELETE",
+          path: "/edges/https/{edge}/routes/{route}",
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a module of a deleted route",
+          method: "GET",
+          path: "/edges/https/{edge}/routes/{route}/backend",
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+      it("the (match_type, match) is free again", async () => {
+        const again = await fx.client.createRoute(ids.edge, { match_type: "exact_path", match: "/gone" });
+        expect(again.id).not.toBe(ids.route);
+      });
     });
 
-    it("a route is reachable only through its own edge", async () => {
-      const a = await newEdge();
-      const b = await newEdge();
-      const route = await fx.client.createRoute(a.id, { match_type: "exact_path", match: "/own" });
-      await expectApiError(fx.client.getRoute(b.id, route.id), 404, E.notFound.code);
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${b.id}/routes/${route.id}`,
-        { body: { description: "x" } },
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(
-        fx,
-        "DELETE",
-        `/edges/https/${b.id}/routes/${route.id}`,
-        {},
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/https/${b.id}/routes/${route.id}/compression`,
-        { body: {} },
-        404,
-        E.notFound.code,
-        null,
-      );
-      expect((await fx.client.getRoute(a.id, route.id)).id).toBe(route.id);
-      // The same (match_type, match) is fine on another edge.
-      const onB = await fx.client.createRoute(b.id, { match_type: "exact_path", match: "/own" });
-      expect(onB.edge_id).toBe(b.id);
+    describe("a route is reachable only through its own edge", () => {
+      let ids: { a: string; b: string; route: string };
+      beforeAll(async () => {
+        const a = (await newEdge()).id;
+        const b = (await newEdge()).id;
+        ids = {
+          a,
+          b,
+          route: (await fx.client.createRoute(a, { match_type: "exact_path", match: "/own" })).id,
+        };
+      });
+      it("the client's get through another edge → 404", async () => {
+        await expectApiError(fx.client.getRoute(ids.b, ids.route), 404, E.notFound.code);
+      });
+      it.each<Rejection>([
+        {
+          case: "another edge's route",
+          method: "PATCH",
+          path: "/edges/https/{b}/routes/{route}",
+          body: { description: "x" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "another edge's route",
+          method: "DELETE",
+          path: "/edges/https/{b}/routes/{route}",
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a module of another edge's route",
+          method: "PUT",
+          path: "/edges/https/{b}/routes/{route}/compression",
+          body: {},
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+      it("the route is still there on its own edge; the same (match_type, match) is fine on another edge", async () => {
+        expect((await fx.client.getRoute(ids.a, ids.route)).id).toBe(ids.route);
+        const onB = await fx.client.createRoute(ids.b, { match_type: "exact_path", match: "/own" });
+        expect(onB.edge_id).toBe(ids.b);
+      });
     });
 
-    it("same (match_type, match) on one edge → 409 with field match; other match_type is fine", async () => {
-      const edge = await newEdge();
-      const first = await fx.client.createRoute(edge.id, { match_type: "exact_path", match: "/dup" });
-      await expectRejected(
-        fx,
-        "POST",
-        `/edges/https/${edge.id}/routes`,
-        { body: { match_type: "exact_path", match: "/dup", description: "again" } },
-        409,
-        E.conflict.code,
-        "match",
-      );
-      const other = await fx.client.createRoute(edge.id, { match_type: "path_prefix", match: "/dup" });
-      // PATCH into a taken (match_type, match) → 409, nothing changed.
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edge.id}/routes/${other.id}`,
-        { body: { match_type: "exact_path", description: "changed" } },
-        409,
-        E.conflict.code,
-        "match",
-      );
-      const err = await expectApiError(
-        fx.client.createRoute(edge.id, { match_type: "exact_path", match: "/dup" }),
-        409,
-        E.conflict.code,
-        "match",
-      );
-      expect(err.isConflict).toBe(true);
-      expect((await fx.client.getRoute(edge.id, first.id)).description).toBe("");
+    describe("same (match_type, match) on one edge → 409 with field match; other match_type is fine", () => {
+      let ids: { edge: string; first: string; other: string };
+      beforeAll(async () => {
+        const edge = (await newEdge()).id;
+        const first = await fx.client.createRoute(edge, { match_type: "exact_path", match: "/dup" });
+        const other = await fx.client.createRoute(edge, { match_type: "path_prefix", match: "/dup" });
+        ids = { edge, first: first.id, other: other.id };
+      });
+      it.each<Rejection>([
+        {
+          case: "a create with a taken (match_type, match)",
+          method: "POST",
+          path: "/edges/https/{edge}/routes",
+          body: { match_type: "exact_path", match: "/dup", description: "again" },
+          status: 409,
+          code: E.conflict.code,
+          field: "match",
+        },
+        {
+          case: "a PATCH into a taken (match_type, match)",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{other}",
+          body: { match_type: "exact_path", description: "changed" },
+          status: 409,
+          code: E.conflict.code,
+          field: "match",
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+      it("the client reports the conflict; the first route is unchanged", async () => {
+        const err = await expectApiError(
+          fx.client.createRoute(ids.edge, { match_type: "exact_path", match: "/dup" }),
+          409,
+          E.conflict.code,
+          "match",
+        );
+        expect(err.isConflict).toBe(true);
+        expect((await fx.client.getRoute(ids.edge, ids.first)).description).toBe("");
+      });
     });
 
-    it("routes of an unknown edge → 404 on every operation", async () => {
+    describe("routes of an unknown edge → 404 on every operation", () => {
       const missing = "edghts_000000000000000000000000000";
-      await expectRejected(
-        fx,
-        "POST",
-        `/edges/https/${missing}/routes`,
-        { body: { match_type: "exact_path", match: "/a" } },
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(fx, "GET", `/edges/https/${missing}/routes`, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "GET", `/edges/https/${missing}`, {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "DELETE", `/edges/https/${missing}`, {}, 404, E.notFound.code, null);
-      const err = await expectApiError(fx.client.getHttpsEdge(missing), 404, E.notFound.code);
-      expect(err.isNotFound).toBe(true);
+      it.each<Rejection>([
+        {
+          case: "an unknown edge",
+          method: "POST",
+          path: `/edges/https/${missing}/routes`,
+          body: { match_type: "exact_path", match: "/a" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "an unknown edge",
+          method: "GET",
+          path: `/edges/https/${missing}/routes`,
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "an unknown edge",
+          method: "GET",
+          path: `/edges/https/${missing}`,
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "an unknown edge",
+          method: "DELETE",
+          path: `/edges/https/${missing}`,
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, row));
+      it("the client's error says not found", async () => {
+        const err = await expectApiError(fx.client.getHttpsEdge(missing), 404, E.notFound.code);
+        expect(err.isNotFound).toBe(true);
+      });
     });
   });
 
@@ -564,75 +692,60 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
   });
 
   describe("path parameters", () => {
-    it("ids outside [A-Za-z0-9_]{1,64} → 404 on every kind of path", async () => {
-      const edge = await newEdge();
-      const route = await fx.client.createRoute(edge.id, { match_type: "exact_path", match: "/pp" });
-      const bad = ["a-b", "a.b", "a%20b", "%C3%A9t%C3%A9", "a".repeat(65), "a%2Fb", "%00"];
-      for (const id of bad) {
-        await expectRejected(fx, "GET", `/edges/https/${id}`, {}, 404, E.notFound.code, null);
-        await expectRejected(fx, "GET", `/edges/tls/${id}`, {}, 404, E.notFound.code, null);
-        await expectRejected(fx, "GET", `/edges/https/${id}/routes`, {}, 404, E.notFound.code, null);
-        await expectRejected(
-          fx,
-          "GET",
-          `/edges/https/${edge.id}/routes/${id}`,
-          {},
-          404,
-          E.notFound.code,
-          null,
-        );
-        await expectRejected(
-          fx,
-          "PATCH",
-          `/edges/https/${edge.id}/routes/${id}`,
-          { body: {} },
-          404,
-          E.notFound.code,
-          null,
-        );
-        await expectRejected(
-          fx,
-          "PUT",
-          `/edges/https/${id}/routes/${route.id}/compression`,
-          { body: {} },
-          404,
-          E.notFound.code,
-          null,
-        );
-        await expectRejected(
-          fx,
-          "PUT",
-          `/edges/tls/${id}/ip_restriction`,
-          { body: { ip_policy_ids: ["p"] } },
-          404,
-          E.notFound.code,
-          null,
-        );
-        await expectRejected(
-          fx,
-          "DELETE",
-          `/edges/https/${edge.id}/routes/${id}`,
-          {},
-          404,
-          E.notFound.code,
-          null,
-        );
-      }
-      // 64 characters of the allowed set is a well-formed (if unknown) id: still 404, not 400.
-      await expectRejected(fx, "GET", `/edges/https/${"a".repeat(64)}`, {}, 404, E.notFound.code, null);
-      // Unknown module segment and unknown paths.
-      await expectRejected(
-        fx,
-        "PUT",
-        `/edges/https/${edge.id}/routes/${route.id}/not_a_module`,
-        { body: {} },
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(fx, "GET", "/nothing/here", {}, 404, E.notFound.code, null);
-      await expectRejected(fx, "POST", "/edges/udp", { body: {} }, 404, E.notFound.code, null);
+    let ids: { edge: string; route: string };
+    beforeAll(async () => {
+      const edge = (await newEdge()).id;
+      ids = {
+        edge,
+        route: (await fx.client.createRoute(edge, { match_type: "exact_path", match: "/pp" })).id,
+      };
     });
+    const BAD_IDS = ["a-b", "a.b", "a%20b", "%C3%A9t%C3%A9", "a".repeat(65), "a%2Fb", "%00"];
+    /** Every kind of path, with `{id}` where the malformed id goes. */
+    const EVERY_KIND: Array<Pick<Rejection, "method" | "path" | "body">> = [
+      { method: "GET", path: "/edges/https/{id}" },
+      { method: "GET", path: "/edges/tls/{id}" },
+      { method: "GET", path: "/edges/https/{id}/routes" },
+      { method: "GET", path: "/edges/https/{edge}/routes/{id}" },
+      { method: "PATCH", path: "/edges/https/{edge}/routes/{id}", body: {} },
+      { method: "PUT", path: "/edges/https/{id}/routes/{route}/compression", body: {} },
+      { method: "PUT", path: "/edges/tls/{id}/ip_restriction", body: { ip_policy_ids: ["p"] } },
+      { method: "DELETE", path: "/edges/https/{edge}/routes/{id}" },
+    ];
+    const notFound = { status: 404, code: E.notFound.code, field: null };
+
+    describe("ids outside [A-Za-z0-9_]{1,64} → 404 on every kind of path", () => {
+      it.each<Rejection>(
+        BAD_IDS.flatMap((id) =>
+          EVERY_KIND.map((row) => ({
+            ...row,
+            ...notFound,
+            case: `malformed id ${id}`,
+            path: row.path.replace("{id}", id),
+          })),
+        ),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+    });
+
+    it.each<Rejection>([
+      // 64 characters of the allowed set is a well-formed (if unknown) id: still 404, not 400.
+      {
+        case: "a well-formed unknown id of 64 characters",
+        method: "GET",
+        path: `/edges/https/${"a".repeat(64)}`,
+        ...notFound,
+      },
+      // Unknown module segment and unknown paths.
+      {
+        case: "an unknown module segment",
+        method: "PUT",
+        path: "/edges/https/{edge}/routes/{route}/not_a_module",
+        body: {},
+        ...notFound,
+      },
+      { case: "an unknown path", method: "GET", path: "/nothing/here", ...notFound },
+      { case: "an unknown kind of edge", method: "POST", path: "/edges/udp", body: {}, ...notFound },
+    ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
   });
 
   describe("405 with Allow", () => {
@@ -653,15 +766,14 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       });
       const tls = await fx.client.createTlsEdge();
       const path = template.replace("{edge}", edge.id).replace("{route}", route.id).replace("{tls}", tls.id);
-      const res = await expectRejected(
-        fx,
+      const res = await expectRejected(fx, {
         method,
         path,
-        method === "DELETE" ? {} : { body: {} },
-        405,
-        E.methodNotAllowed.code,
-        null,
-      );
+        ...(method === "DELETE" ? {} : { body: {} }),
+        status: 405,
+        code: E.methodNotAllowed.code,
+        field: null,
+      });
       const allow = res.headers.get("allow")!;
       expect(
         allow
@@ -689,34 +801,34 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       ).id;
       tlsId = (await fx.client.createTlsEdge()).id;
     });
-    const mutations = (): Array<[string, string]> => [
-      ["POST", "/edges/https"],
-      ["POST", "/edges/tls"],
-      ["POST", `/edges/https/${edgeId}/routes`],
-      ["PATCH", `/edges/https/${edgeId}/routes/${routeId}`],
-      ["PUT", `/edges/https/${edgeId}/routes/${routeId}/compression`],
-      ["PUT", `/edges/tls/${tlsId}/ip_restriction`],
-    ];
+    const ids = () => ({ edge: edgeId, route: routeId, tls: tlsId });
+    /** Each row on every request that reads a body. */
+    const onEveryMutation = (rows: Array<Omit<Rejection, "method" | "path">>): Rejection[] =>
+      [
+        { method: "POST", path: "/edges/https" },
+        { method: "POST", path: "/edges/tls" },
+        { method: "POST", path: "/edges/https/{edge}/routes" },
+        { method: "PATCH", path: "/edges/https/{edge}/routes/{route}" },
+        { method: "PUT", path: "/edges/https/{edge}/routes/{route}/compression" },
+        { method: "PUT", path: "/edges/tls/{tls}/ip_restriction" },
+      ].flatMap((mutation) => rows.map((row) => ({ ...mutation, ...row })));
+    const invalidBody = { status: 400, code: E.invalidBody.code, field: null };
 
-    it("a non-JSON content type → 415", async () => {
-      for (const [method, path] of mutations()) {
-        for (const contentType of [
-          "text/plain",
-          "application/x-www-form-urlencoded",
-          "application/jsonp",
-          null,
-        ]) {
-          await expectRejected(
-            fx,
-            method,
-            path,
-            { body: '{"description":"x"}', contentType },
-            415,
-            E.unsupportedMediaType.code,
-            null,
-          );
-        }
-      }
+    describe("a non-JSON content type → 415", () => {
+      it.each<Rejection>(
+        onEveryMutation(
+          ["text/plain", "application/x-www-form-urlencoded", "application/jsonp", null].map(
+            (contentType) => ({
+              case: `content type ${contentType ?? "absent"}`,
+              body: '{"description":"x"}',
+              contentType,
+              status: 415,
+              code: E.unsupportedMediaType.code,
+              field: null,
+            }),
+          ),
+        ),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, ids())));
     });
 
     it("application/json with a charset parameter is accepted", async () => {
@@ -728,23 +840,31 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       expect(res.json.description).toBe("keep");
     });
 
-    it("a body that is not a JSON object → 400", async () => {
-      for (const [method, path] of mutations()) {
-        for (const body of ["[]", '[{"description":"x"}]', '"text"', "42", "null", "true"]) {
-          await expectRejected(fx, method, path, { body }, 400, E.invalidBody.code, null);
-        }
-      }
+    describe("a body that is not a JSON object → 400", () => {
+      it.each<Rejection>(
+        onEveryMutation(
+          ["[]", '[{"description":"x"}]', '"text"', "42", "null", "true"].map((body) => ({
+            case: `body ${body}`,
+            body,
+            ...invalidBody,
+          })),
+        ),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, ids())));
     });
 
-    it("invalid JSON and an empty body → 400", async () => {
-      for (const [method, path] of mutations()) {
-        for (const body of ["{", '{"description":}', "{'a':1}", '{"a":1} trailing', ""]) {
-          await expectRejected(fx, method, path, { body }, 400, E.invalidBody.code, null);
-        }
-      }
+    describe("invalid JSON and an empty body → 400", () => {
+      it.each<Rejection>(
+        onEveryMutation(
+          ["{", '{"description":}', "{'a':1}", '{"a":1} trailing', ""].map((body) => ({
+            case: `body ${JSON.stringify(body)}`,
+            body,
+            ...invalidBody,
+          })),
+        ),
+      )(REJECTED, (row) => expectRejected(fx, fillIds(row, ids())));
     });
 
-    it("a body that is not valid UTF-8 → 400", async () => {
+    describe("a body that is not valid UTF-8 → 400", () => {
       const bad = new Uint8Array([
         ...new TextEncoder().encode('{"description":"'),
         0xc3,
@@ -752,38 +872,61 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
         0xff,
         ...new TextEncoder().encode('"}'),
       ]);
-      for (const [method, path] of mutations()) {
-        const res = await expectRejected(fx, method, path, { body: bad }, 400, E.invalidBody.code, null);
+      it.each<Rejection>(
+        onEveryMutation([{ case: "bytes C3 28 FF in a string", body: bad, ...invalidBody }]),
+      )(REJECTED, async (row) => {
+        const res = await expectRejected(fx, fillIds(row, ids()));
         expect(res.json.msg).toMatch(/UTF-8/);
-      }
+      });
     });
 
-    it("a body over 1 MiB → 413; a body just under is read", async () => {
-      const big = JSON.stringify({ description: "a".repeat(1024 * 1024 + 10) });
-      for (const [method, path] of mutations()) {
-        await expectRejected(fx, method, path, { body: big }, 413, E.payloadTooLarge.code, null);
-      }
-      // Just under the limit: read and judged on its content (description too long → 400, not 413).
-      const under = JSON.stringify({ description: "a".repeat(1024 * 1024 - 100) });
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/${routeId}`,
-        { body: under },
-        400,
-        E.validation.code,
-        "description",
-      );
+    describe("a body over 1 MiB → 413; a body just under is read", () => {
+      it.each<Rejection>([
+        ...onEveryMutation([
+          {
+            case: "a body just over 1 MiB",
+            body: JSON.stringify({ description: "a".repeat(1024 * 1024 + 10) }),
+            status: 413,
+            code: E.payloadTooLarge.code,
+            field: null,
+          },
+        ]),
+        // Just under the limit: read and judged on its content (description too long → 400, not 413).
+        {
+          case: "a body just under 1 MiB, judged on its content",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: JSON.stringify({ description: "a".repeat(1024 * 1024 - 100) }),
+          status: 400,
+          code: E.validation.code,
+          field: "description",
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids())));
     });
 
-    it("a deeply nested body is a 400, never a 500 (and a __proto__ key deep inside is found)", async () => {
+    describe("a deeply nested body is a 400, never a 500 (and a __proto__ key deep inside is found)", () => {
       const depth = 200_000;
-      const nested = `{"description":"x","deep":${"[".repeat(depth)}${"]".repeat(depth)}}`;
-      const route = `/edges/https/${edgeId}/routes/${routeId}`;
-      await expectRejected(fx, "PATCH", route, { body: nested }, 400, E.unknownField.code, "deep");
-      const withProto = `{"deep":${'[{"a":'.repeat(1000)}{"__proto__":1}${"}]".repeat(1000)}}`;
-      const field = `deep${"[0].a".repeat(1000)}.__proto__`;
-      await expectRejected(fx, "PATCH", route, { body: withProto }, 400, E.validation.code, field);
+      // No `$field` in the title: the second one is 6,000 characters long.
+      it.each<Rejection>([
+        {
+          case: `arrays nested ${depth} deep`,
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: `{"description":"x","deep":${"[".repeat(depth)}${"]".repeat(depth)}}`,
+          status: 400,
+          code: E.unknownField.code,
+          field: "deep",
+        },
+        {
+          case: "a __proto__ key 2,000 levels deep",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/{route}",
+          body: `{"deep":${'[{"a":'.repeat(1000)}{"__proto__":1}${"}]".repeat(1000)}}`,
+          status: 400,
+          code: E.validation.code,
+          field: `deep${"[0].a".repeat(1000)}.__proto__`,
+        },
+      ])("$case: $method $path → $status $code", (row) => expectRejected(fx, fillIds(row, ids())));
     });
 
     it("the route is still intact after all the rejected requests", async () => {

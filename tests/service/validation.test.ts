@@ -8,10 +8,13 @@ import { ERROR_CODES, UINT32_MAX, WEBHOOK_PROVIDERS } from "../../sdk/contract";
 import {
   expectApiError,
   expectRejected,
+  fillIds,
   FIXTURES,
   type Fixture,
   IDP_METADATA,
   raw,
+  REJECTED,
+  type Rejection,
   uniqueMatch,
 } from "./helpers";
 
@@ -385,7 +388,14 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
   describe("create rejects, naming the exact field, storing nothing", () => {
     it.each(INVALID)("%s", async (_n, extra, field, code) => {
       const body = { match_type: "exact_path", match: uniqueMatch("v"), ...extra };
-      await expectRejected(fx, "POST", `/edges/https/${edgeId}/routes`, { body }, 400, code, field);
+      await expectRejected(fx, {
+        method: "POST",
+        path: `/edges/https/${edgeId}/routes`,
+        body,
+        status: 400,
+        code,
+        field,
+      });
       // The typed client surfaces the same field.
       await expectApiError(fx.client.createRoute(edgeId, body as never), 400, code, field);
     });
@@ -407,15 +417,14 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
       ([, extra]) => !("match_type" in extra && extra.match_type === undefined),
     ).filter(([, extra]) => !("match" in extra && extra.match === undefined));
     it.each(patchable)("%s", async (_n, extra, field, code) => {
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/${routeId}`,
-        { body: { description: "would change", ...extra } },
-        400,
+      await expectRejected(fx, {
+        method: "PATCH",
+        path: `/edges/https/${edgeId}/routes/${routeId}`,
+        body: { description: "would change", ...extra },
+        status: 400,
         code,
         field,
-      );
+      });
     });
     it("the route is untouched", async () => {
       const route = await fx.client.getRoute(edgeId, routeId);
@@ -457,36 +466,32 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
   });
 
   it("a bad header name is reported as such, at the key's path", async () => {
-    const res = await expectRejected(
-      fx,
-      "POST",
-      `/edges/https/${edgeId}/routes`,
-      { body: { match_type: "exact_path", match: "/h", request_headers: { add: { "Bad Header": "1" } } } },
-      400,
-      V,
-      'request_headers.add["Bad Header"]',
-    );
+    const res = await expectRejected(fx, {
+      method: "POST",
+      path: `/edges/https/${edgeId}/routes`,
+      body: { match_type: "exact_path", match: "/h", request_headers: { add: { "Bad Header": "1" } } },
+      status: 400,
+      code: V,
+      field: 'request_headers.add["Bad Header"]',
+    });
     expect(res.json.msg).toBe('request_headers.add["Bad Header"]: is not a valid HTTP header name');
   });
 
   describe("several problems at once", () => {
     it("lists every problem, one message each; field is the first", async () => {
-      const res = await expectRejected(
-        fx,
-        "POST",
-        `/edges/https/${edgeId}/routes`,
-        {
-          body: {
-            match_type: "exact_path",
-            match: "",
-            description: 5,
-            circuit_breaker: { num_buckets: 500 },
-          },
+      const res = await expectRejected(fx, {
+        method: "POST",
+        path: `/edges/https/${edgeId}/routes`,
+        body: {
+          match_type: "exact_path",
+          match: "",
+          description: 5,
+          circuit_breaker: { num_buckets: 500 },
         },
-        400,
-        V,
-        "match",
-      );
+        status: 400,
+        code: V,
+        field: "match",
+      });
       expect(res.json.details.problems.map((p: any) => p.field)).toEqual([
         "match",
         "description",
@@ -624,26 +629,31 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
       expect((await fx.client.getRoute(edgeId, route.id)).backend).toBeNull();
     });
 
-    it("PATCH to unknown route / edge → 404, nothing stored", async () => {
-      const route = await create();
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/${edgeId}/routes/edghtsrt_nope`,
-        { body: { description: "x" } },
-        404,
-        E.notFound.code,
-        null,
-      );
-      await expectRejected(
-        fx,
-        "PATCH",
-        `/edges/https/edghts_nope/routes/${route.id}`,
-        { body: { description: "x" } },
-        404,
-        E.notFound.code,
-        null,
-      );
+    describe("PATCH to unknown route / edge → 404, nothing stored", () => {
+      let ids: { edge: string; route: string };
+      beforeAll(async () => {
+        ids = { edge: edgeId, route: (await create()).id };
+      });
+      it.each<Rejection>([
+        {
+          case: "an unknown route",
+          method: "PATCH",
+          path: "/edges/https/{edge}/routes/edghtsrt_nope",
+          body: { description: "x" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+        {
+          case: "a route through an unknown edge",
+          method: "PATCH",
+          path: "/edges/https/edghts_nope/routes/{route}",
+          body: { description: "x" },
+          status: 404,
+          code: E.notFound.code,
+          field: null,
+        },
+      ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
     });
   });
 });
