@@ -1,7 +1,7 @@
 // Section 5: what an update sends. A route with every module it can have (all ten non-auth
 // modules plus one of oauth/oidc/saml: the API allows one auth module at a time, so 11 of the 13
 // is the fullest route there is) is created through the real service; then, for each module,
-// one inner field changes and the provider's own check → planRoute gives the PATCH body. Its
+// one inner field changes and the model's check → planRoute gives the PATCH body. Its
 // bytes are compared with the full create body of the same route. Each PATCH is also sent to
 // the service, to prove it is accepted and has the intended effect.
 import { Buffer } from "node:buffer";
@@ -11,9 +11,10 @@ import { median } from "./stats.mjs";
 const require = createRequire(import.meta.url);
 const { Store } = require("../../dist/sdk/service/store.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
-const { routeProvider } = require("../../dist/provider/dynamic/route.js");
-const { routeOutputs, routeInputsFromOutputs } = require("../../dist/provider/model/route.js");
-const { planRoute, createBody } = require("../../dist/provider/plan/route.js");
+const { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } = require(
+  "../../dist/provider/model/route.js",
+);
+const { planRoute } = require("../../dist/provider/plan/route.js");
 
 const IDP_METADATA =
   '<?xml version="1.0" encoding="UTF-8"?>\n<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" ' +
@@ -91,8 +92,9 @@ const AUTH = ["oauth", "oidc", "saml"];
 
 const bytes = (x) => Buffer.byteLength(JSON.stringify(x));
 
-async function check(news) {
-  const { inputs, failures } = await routeProvider.check({}, news);
+/** What `pulumi up` plans from: the model's canonical inputs (both faces check with it). */
+function check(news) {
+  const { inputs, failures } = checkRoute(news);
   if (failures.length > 0) throw new Error(`invalid benchmark route: ${JSON.stringify(failures)}`);
   return inputs;
 }
@@ -114,20 +116,20 @@ export async function payloadSection() {
       for (const [name, [sample]] of Object.entries(MODULES)) {
         if (!AUTH.includes(name) || name === auth) args[name] = sample;
       }
-      const desired = await check(args);
-      const full = createBody(desired);
+      const desired = check(args);
+      const full = routeCreateRequest(desired);
       const created = service.createRoute(edge.id, full, ctx);
-      const current = routeInputsFromOutputs(routeOutputs(created));
+      const current = routeCanonical(routeFromResponse(created));
       const perModule = {};
       for (const [name, [, change]] of Object.entries(MODULES)) {
         if (args[name] === undefined) continue;
-        const plan = planRoute(current, await check({ ...args, [name]: change(args[name]) }));
+        const plan = planRoute(current, check({ ...args, [name]: change(args[name]) }));
         if (plan.steps.length !== 1 || plan.steps[0].op !== "patch" || plan.changed.join() !== name) {
           throw new Error(`${auth}/${name}: unexpected plan ${JSON.stringify(plan)}`);
         }
         const body = plan.steps[0].body;
         const after = service.updateRoute(edge.id, created.id, body, ctx);
-        const back = planRoute(routeInputsFromOutputs(routeOutputs(after)), current);
+        const back = planRoute(routeCanonical(routeFromResponse(after)), current);
         if (back.changed.join() !== name)
           throw new Error(`${auth}/${name}: the PATCH changed ${back.changed}`);
         service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore
