@@ -3,7 +3,7 @@
 // for what each section measures and why.
 //
 //   node bench/run.mjs                        everything (about 8-11 minutes on 2 cores)
-//   node bench/run.mjs --only engine,service  some sections; written to bench/tmp/results.partial.json
+//   node bench/run.mjs --only engine,faces    some sections; written to bench/tmp/results.partial.json
 //   node bench/run.mjs --quick                fewer and shorter runs (a smoke test of the suite)
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -11,7 +11,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { engineSection } from "./lib/engine.mjs";
+import { engineSection, facesSection } from "./lib/engine.mjs";
 import { payloadSection } from "./lib/payload.mjs";
 import { judge, writeMarkdown } from "./lib/report.mjs";
 import { scalingSection } from "./lib/scaling.mjs";
@@ -27,7 +27,7 @@ const TMP = path.join(BENCH, "tmp", "run");
 const { values: opts } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
 });
-const SECTIONS = ["engine", "service", "scaling", "payload"];
+const SECTIONS = ["engine", "faces", "service", "scaling", "payload"];
 const only = opts.only ? opts.only.split(",") : SECTIONS;
 for (const s of only)
   if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS}`);
@@ -36,11 +36,13 @@ const partial = only.length < SECTIONS.length || opts.quick;
 const config = opts.quick
   ? {
       engine: { sizes: [10, 50], runs: { 10: 1, 50: 1 } },
+      faces: { n: 20, runs: 1 },
       service: { runs: 1, seconds: 2, connections: 10, pacedRate: 500, pacedSeconds: 2 },
       scaling: { sizes: [100, 1000], rounds: 2, perRound: 30 },
     }
   : {
       engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
+      faces: { n: 200, runs: 3 },
       service: { runs: 5, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
       scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
     };
@@ -76,6 +78,7 @@ try {
   if (only.includes("scaling")) results.scaling = await scalingSection({ tmp: TMP, ...config.scaling });
   if (only.includes("service")) results.service = await serviceSection({ tmp: TMP, ...config.service });
   if (only.includes("engine")) results.engine = await engineSection({ tmp: TMP, ...config.engine });
+  if (only.includes("faces")) results.faces = await facesSection({ tmp: TMP, ...config.faces });
 } finally {
   fs.rmSync(TMP, { recursive: true, force: true });
 }

@@ -14,11 +14,27 @@ const engine = require("../../scripts/engine.js");
 const PROGRAM = path.join(engine.ROOT, "bench", "program");
 const quiet = { color: "never" };
 
+/** The plugin each packaged mode runs (by path, from the program's Pulumi.yaml). */
+const PLUGIN_DIRS = {
+  packaged: path.join(engine.ROOT, "bin"),
+  "packaged-floor": path.join(engine.ROOT, "bench", "floor-plugin"),
+};
+
 /** One fresh stack (state, config, data directory) of the benchmark program. */
 async function freshStack(tmp, mode, n, run) {
   const label = `${mode}-n${n}-r${run}`;
   const workDir = path.join(tmp, `program-${mode}`);
-  if (!fs.existsSync(workDir)) fs.cpSync(PROGRAM, workDir, { recursive: true });
+  if (!fs.existsSync(workDir)) {
+    fs.cpSync(PROGRAM, workDir, { recursive: true });
+    if (PLUGIN_DIRS[mode]) {
+      const file = path.join(workDir, "Pulumi.yaml");
+      const version = require("../../package.json").version;
+      fs.appendFileSync(
+        file,
+        `plugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${PLUGIN_DIRS[mode]}\n`,
+      );
+    }
+  }
   return engine.directoryStack({
     workDir,
     stackName: `n${n}-r${run}`,
@@ -34,7 +50,7 @@ function stateCost(deployment, n) {
   const routes = all.filter((r) => r.type.endsWith(":HttpsEdgeRoute"));
   const edge = all.find((r) => r.type.endsWith(":HttpsEdge"));
   if (routes.length !== n) throw new Error(`expected ${n} routes in the state, found ${routes.length}`);
-  const provider = (r) => Buffer.byteLength(r.inputs.__provider ?? "");
+  const provider = (r) => Buffer.byteLength(r.inputs?.__provider ?? "");
   const copies = (r) => [r.inputs, r.outputs].filter((p) => p && typeof p.__provider === "string").length;
   const bytes = (x) => Buffer.byteLength(JSON.stringify(x));
   const withoutProvider = (r) => {
@@ -122,4 +138,53 @@ export async function engineSection({ tmp, sizes, runs }) {
     perSize[n] = row;
   }
   return { runs, sizes, perSize, samples, state };
+}
+
+/**
+ * The two faces side by side (one run of the suite): `pulumi up` and a no-change preview of N
+ * routes through the dynamic resources, the packaged provider, and each face's no-op floor, the
+ * four modes interleaved in every round. Ratios per round, then the median over the rounds.
+ */
+export async function facesSection({ tmp, n, runs }) {
+  engine.assertEngine();
+  const MODES = ["floor", "edge", "packaged-floor", "packaged"];
+  const samples = {};
+  const state = {};
+  for (let run = 1; run <= runs; run++) {
+    const order = run % 2 ? MODES : [...MODES].reverse();
+    for (const mode of order) {
+      const stack = await freshStack(tmp, mode, n, `f${run}`);
+      const up = await timed(() => stack.up(quiet));
+      const created = up.value.summary.resourceChanges?.create;
+      if (created !== n + 2) throw new Error(`${mode} n=${n}: expected ${n + 2} creates, got ${created}`);
+      const preview = await timed(() => stack.preview({ ...quiet, expectNoChanges: true }));
+      (samples[mode] ??= []).push({
+        up: up.wall,
+        upCpu: up.cpu,
+        preview: preview.wall,
+        previewCpu: preview.cpu,
+      });
+      if (run === 1) state[mode] = stateCost(await stack.exportStack(), n);
+      log(
+        `faces ${mode} n=${n} run ${run}: up ${up.wall.toFixed(2)}s (cpu ${up.cpu?.toFixed(2)}s), preview ${preview.wall.toFixed(2)}s (cpu ${preview.cpu?.toFixed(2)}s)`,
+      );
+    }
+  }
+  const m = (mode, field) => round(median(samples[mode].map((s) => s[field])), 2);
+  const paired = (a, b, field) => round(median(samples[a].map((s, i) => s[field] / samples[b][i][field])), 3);
+  const ops = {};
+  for (const op of ["up", "preview"]) {
+    const cpu = `${op}Cpu`;
+    ops[op] = {
+      seconds: Object.fromEntries(MODES.map((mode) => [mode, m(mode, op)])),
+      cpuSeconds: Object.fromEntries(MODES.map((mode) => [mode, m(mode, cpu)])),
+      packagedOverFloor: paired("packaged", "packaged-floor", op),
+      packagedOverFloorCpu: paired("packaged", "packaged-floor", cpu),
+      packagedOverDynamicFloor: paired("packaged", "floor", op),
+      packagedOverDynamicFloorCpu: paired("packaged", "floor", cpu),
+      dynamicOverFloor: paired("edge", "floor", op),
+      packagedOverDynamic: paired("packaged", "edge", op),
+    };
+  }
+  return { n, runs, modes: MODES, ops, samples, state };
 }

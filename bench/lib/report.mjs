@@ -38,6 +38,24 @@ export function judge(results) {
       met: s.routeProviderBytes <= 4096,
     });
   }
+  const f = results.faces;
+  if (f) {
+    for (const op of ["up", "preview"]) {
+      const o = f.ops[op];
+      t.push({
+        id: `13 ${op}`,
+        target: `\`pulumi ${op}\`, N = ${f.n}: packaged face / its no-op floor ≤ 1.05 (wall; CPU in brackets)`,
+        measured: `${fmt(o.packagedOverFloor, 3)} (CPU ${fmt(o.packagedOverFloorCpu, 3)}; medians ${fmt(o.seconds.packaged)} s / ${fmt(o.seconds["packaged-floor"])} s)`,
+        met: o.packagedOverFloor <= 1.05,
+      });
+      t.push({
+        id: `13 ${op} vs dynamic floor`,
+        target: `\`pulumi ${op}\`, N = ${f.n}: packaged face ≤ the dynamic face's no-op floor`,
+        measured: `${fmt(o.packagedOverDynamicFloor, 3)} (CPU ${fmt(o.packagedOverDynamicFloorCpu, 3)}; medians ${fmt(o.seconds.packaged)} s / ${fmt(o.seconds.floor)} s)`,
+        met: o.packagedOverDynamicFloor <= 1,
+      });
+    }
+  }
   const l = results.service?.load;
   if (l) {
     t.push({
@@ -91,6 +109,33 @@ export function renderMarkdown(results) {
     ...results.targets.map((x) => `| ${x.id} | ${x.target} | ${x.measured} | ${yes(x.met)} |`),
     "",
   );
+
+  const fc = results.faces;
+  if (fc) {
+    lines.push(
+      `### 1b. The two faces side by side (N = ${fc.n}, ${fc.runs} rounds, the four modes interleaved in each; medians, seconds)`,
+      "",
+      "| command | dynamic floor | dynamic (pulumi-edge) | packaged floor | packaged (plugin) | packaged / its floor | packaged / dynamic floor | dynamic / its floor | packaged / dynamic |",
+      "|---|---|---|---|---|---|---|---|---|",
+    );
+    for (const op of ["up", "preview"]) {
+      const o = fc.ops[op];
+      lines.push(
+        `| ${op} | ${fmt(o.seconds.floor)} | ${fmt(o.seconds.edge)} | ${fmt(o.seconds["packaged-floor"])} | ${fmt(o.seconds.packaged)} | ${fmt(o.packagedOverFloor, 3)} | ${fmt(o.packagedOverDynamicFloor, 3)} | ${fmt(o.dynamicOverFloor, 3)} | ${fmt(o.packagedOverDynamic, 3)} |`,
+        `| ${op} CPU | ${fmt(o.cpuSeconds.floor)} | ${fmt(o.cpuSeconds.edge)} | ${fmt(o.cpuSeconds["packaged-floor"])} | ${fmt(o.cpuSeconds.packaged)} | ${fmt(o.packagedOverFloorCpu, 3)} | ${fmt(o.packagedOverDynamicFloorCpu, 3)} | | |`,
+      );
+    }
+    const st = (mode) => fc.state[mode];
+    lines.push(
+      "",
+      "State per route (bytes, the whole resource entry): " +
+        ["floor", "edge", "packaged-floor", "packaged"]
+          .map((mode) => `${mode} ${int(st(mode)?.routeStateBytes)}`)
+          .join(", ") +
+        `; the packaged face carries no serialized provider (dynamic: ${int(st("edge")?.routeProviderBytes)} B, ${st("edge")?.providerCopiesPerResource}×).`,
+      "",
+    );
+  }
 
   const e = results.engine;
   if (e) {

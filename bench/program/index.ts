@@ -1,6 +1,9 @@
 // The benchmark program: one HTTPS edge and `routes` routes with several modules each. With
 // `mode: floor` the same resources are served by a dynamic provider that does nothing (see
-// floor.ts); with `mode: edge` by pulumi-edge against its embedded service.
+// floor.ts); with `mode: edge` by pulumi-edge's dynamic resources against the embedded service;
+// with `packaged` and `packaged-floor` by the generated SDK (pulumi-edge/packaged), served by the
+// plugin pulumi-resource-edge or by a plugin of that name that does nothing (bench/floor-plugin),
+// which the benchmark names in Pulumi.yaml.
 import * as pulumi from "@pulumi/pulumi";
 
 const config = new pulumi.Config();
@@ -12,6 +15,10 @@ let Edge: Ctor;
 let Route: Ctor;
 if (mode === "edge") {
   const edge = require("pulumi-edge") as typeof import("pulumi-edge");
+  Edge = edge.HttpsEdge;
+  Route = edge.HttpsEdgeRoute;
+} else if (mode === "packaged" || mode === "packaged-floor") {
+  const edge = require("pulumi-edge/packaged") as typeof import("pulumi-edge/packaged");
   Edge = edge.HttpsEdge;
   Route = edge.HttpsEdgeRoute;
 } else {
