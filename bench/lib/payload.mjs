@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { median } from "./stats.mjs";
 
 const require = createRequire(import.meta.url);
-const { Store } = require("../../dist/sdk/service/store.js");
+const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
 const { routeProvider } = require("../../dist/provider/dynamic/route.js");
 const { routeOutputs, routeInputsFromOutputs } = require("../../dist/provider/model/route.js");
@@ -98,11 +98,11 @@ async function check(news) {
 }
 
 export async function payloadSection() {
-  const store = Store.open(":memory:");
+  const store = SqliteStore.open(":memory:");
   const service = new EdgeService(store);
   const ctx = { baseUrl: "http://edge-service.embedded" };
   try {
-    const edge = service.createEdge("https", {}, ctx);
+    const edge = await service.createEdge("https", {}, ctx);
     const variants = {};
     for (const auth of AUTH) {
       const args = {
@@ -116,7 +116,7 @@ export async function payloadSection() {
       }
       const desired = await check(args);
       const full = createBody(desired);
-      const created = service.createRoute(edge.id, full, ctx);
+      const created = await service.createRoute(edge.id, full, ctx);
       const current = routeInputsFromOutputs(routeOutputs(created));
       const perModule = {};
       for (const [name, [, change]] of Object.entries(MODULES)) {
@@ -126,11 +126,11 @@ export async function payloadSection() {
           throw new Error(`${auth}/${name}: unexpected plan ${JSON.stringify(plan)}`);
         }
         const body = plan.steps[0].body;
-        const after = service.updateRoute(edge.id, created.id, body, ctx);
+        const after = await service.updateRoute(edge.id, created.id, body, ctx);
         const back = planRoute(routeInputsFromOutputs(routeOutputs(after)), current);
         if (back.changed.join() !== name)
           throw new Error(`${auth}/${name}: the PATCH changed ${back.changed}`);
-        service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore
+        await service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore
         perModule[name] = bytes(body);
       }
       variants[auth] = {

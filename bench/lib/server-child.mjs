@@ -33,14 +33,14 @@ async function startEdge({ dataDir, seed, responseCacheBytes }) {
   const server = await startServer({ dataDir, port: 0, responseCacheBytes });
   const service = new EdgeService(server.store);
   const ctx = { baseUrl: server.url };
-  const edge = service.createEdge(
+  const edge = await service.createEdge(
     "https",
     { description: "bench", hostports: ["bench.example.com:443"] },
     ctx,
   );
   const started = performance.now();
   const routeIds = [];
-  for (let i = 0; i < seed; i++) routeIds.push(service.createRoute(edge.id, routeBody(i), ctx).id);
+  for (let i = 0; i < seed; i++) routeIds.push((await service.createRoute(edge.id, routeBody(i), ctx)).id);
   const seedSeconds = (performance.now() - started) / 1000;
   // Seeding is setup: fold its WAL into the database before measuring, so that what follows is
   // the steady state rather than the checkpoint worker catching up with 10,000 creates.
@@ -85,7 +85,7 @@ async function startHono({ body }) {
 }
 
 /** Median µs of one in-process service operation over `n` calls on random stored routes. */
-function direct({ op, n }) {
+async function direct({ op, n }) {
   const { service, ctx, edgeId, routeIds } = state;
   const pick = (i) => routeIds[(i * 7919) % routeIds.length];
   const run = {
@@ -99,11 +99,11 @@ function direct({ op, n }) {
       ),
     list: () => service.listRoutes(edgeId, { limit: "10" }, ctx),
   }[op];
-  for (let i = 0; i < 100; i++) run(i);
+  for (let i = 0; i < 100; i++) await run(i);
   const times = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    run(i);
+    await run(i);
     times.push((performance.now() - t0) * 1000);
   }
   times.sort((a, b) => a - b);
@@ -120,7 +120,7 @@ process.on("message", async (msg) => {
     else if (msg.cmd === "floor") reply = await startFloor(msg);
     else if (msg.cmd === "hono") reply = await startHono(msg);
     else if (msg.cmd === "memory") reply = memory();
-    else if (msg.cmd === "direct") reply = direct(msg);
+    else if (msg.cmd === "direct") reply = await direct(msg);
     else if (msg.cmd === "close") {
       state?.closeAll?.();
       await state?.server.close();
