@@ -378,6 +378,9 @@ export class PostgresStore implements Store {
     });
     // An idle connection's error (the database restarting) must not crash the process: the pool
     // drops that connection and opens a new one on demand.
+    // A connection that breaks while checked out (between the statements of a transaction) emits
+    // 'error' too: the statement in flight fails (503), and without a listener the process would.
+    pool.on("connect", (client) => client.on("error", () => undefined));
     pool.on("error", (e) =>
       opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
     );

@@ -4,7 +4,7 @@
  * as root), a free loopback port, trust authentication for the one local user; stopped and
  * removed afterwards. One database per fixture (`createDatabase`).
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as os from "node:os";
@@ -50,13 +50,14 @@ export interface PgCluster {
   createDatabase(): Promise<string>;
   /** pg_ctl restart (fast shutdown: sessions are cut, like a database failover). */
   restart(): void;
+  /** The same without blocking this process's event loop (requests keep flowing meanwhile). */
+  restartAsync(opts?: { downMs?: number }): Promise<void>;
   stopServer(): void;
   startServer(): void;
   /** Stops the server and removes its directory. */
   destroy(): void;
 }
 
-/** The pids of the cluster's processes (the postmaster and its children). */
 function run(
   bin: string,
   args: string[],
@@ -121,6 +122,17 @@ export async function startCluster(opts: { fsync?: boolean } = {}): Promise<PgCl
     },
     restart() {
       pgCtl("-m", "fast", "-o", options, "-w", "-t", "60", "restart");
+    },
+    async restartAsync({ downMs = 500 } = {}) {
+      const ctl = (...args: string[]) =>
+        new Promise<void>((resolve, reject) => {
+          const argv = [path.join(bin, "pg_ctl"), "-D", data, ...args];
+          const [cmd, ...rest] = asUser ? ["runuser", "-u", asUser, "--", ...argv] : argv;
+          execFile(cmd!, rest, { timeout: 120_000 }, (e) => (e ? reject(e) : resolve()));
+        });
+      await ctl("-m", "fast", "-w", "stop");
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      await ctl("-l", path.join(dir, "log"), "-o", options, "-w", "-t", "60", "start");
     },
     stopServer() {
       pgCtl("-m", "fast", "-w", "stop");
