@@ -11,11 +11,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { engineSection } from "./lib/engine.mjs";
-import { payloadSection } from "./lib/payload.mjs";
 import { judge, writeMarkdown } from "./lib/report.mjs";
-import { scalingSection } from "./lib/scaling.mjs";
-import { serviceSection } from "./lib/service.mjs";
 import { log } from "./lib/stats.mjs";
 
 const require = createRequire(import.meta.url);
@@ -27,7 +23,7 @@ const TMP = path.join(BENCH, "tmp", "run");
 const { values: opts } = parseArgs({
   options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
 });
-const SECTIONS = ["engine", "service", "scaling", "payload"];
+const SECTIONS = ["engine", "service", "scaling", "payload", "stores"];
 const only = opts.only ? opts.only.split(",") : SECTIONS;
 for (const s of only)
   if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS}`);
@@ -38,11 +34,13 @@ const config = opts.quick
       engine: { sizes: [10, 50], runs: { 10: 1, 50: 1 } },
       service: { runs: 1, seconds: 2, connections: 10, pacedRate: 500, pacedSeconds: 2 },
       scaling: { sizes: [100, 1000], rounds: 2, perRound: 30 },
+      stores: { sizes: [100, 1000], n: 300, seconds: 2, connections: 10 },
     }
   : {
       engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
       service: { runs: 5, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
       scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
+      stores: { sizes: [100, 100_000], n: 2000, seconds: 5, connections: 10 },
     };
 
 function machine() {
@@ -72,10 +70,17 @@ fs.rmSync(TMP, { recursive: true, force: true });
 fs.mkdirSync(TMP, { recursive: true });
 
 try {
-  if (only.includes("payload")) results.payload = await payloadSection();
-  if (only.includes("scaling")) results.scaling = await scalingSection({ tmp: TMP, ...config.scaling });
-  if (only.includes("service")) results.service = await serviceSection({ tmp: TMP, ...config.service });
-  if (only.includes("engine")) results.engine = await engineSection({ tmp: TMP, ...config.engine });
+  // Sections are loaded when asked for: `--only stores` runs without the others' dependencies.
+  const section = async (name) => (await import(`./lib/${name}.mjs`))[`${name}Section`];
+  if (only.includes("payload")) results.payload = await (await section("payload"))();
+  if (only.includes("scaling"))
+    results.scaling = await (await section("scaling"))({ tmp: TMP, ...config.scaling });
+  if (only.includes("service"))
+    results.service = await (await section("service"))({ tmp: TMP, ...config.service });
+  if (only.includes("stores"))
+    results.stores = await (await section("stores"))({ tmp: TMP, ...config.stores });
+  if (only.includes("engine"))
+    results.engine = await (await section("engine"))({ tmp: TMP, ...config.engine });
 } finally {
   fs.rmSync(TMP, { recursive: true, force: true });
 }
