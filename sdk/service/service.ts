@@ -34,6 +34,7 @@ import {
   type ModuleConfigs,
   type RouteRow,
   type Store,
+  ParentMissing,
   type StoreTx,
   UniqueViolation,
 } from "./store";
@@ -141,7 +142,7 @@ export class EdgeService {
             created_at: now(),
             modules,
           };
-          const seq = await uniqueMatch(row, () => tx.insertRoute(row));
+          const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row)));
           await this.ensureSamlKey(tx, id, modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
           return (await this.renderRoutes(tx, [{ seq, ...row }], ctx))[0]!;
@@ -275,7 +276,7 @@ export class EdgeService {
     const config = parse(tlsIpRestrictionMutateSchema, body);
     return this.store.write(async (tx) => {
       await this.requireEdge(tx, "tls", edgeId);
-      await tx.putTlsRestriction(edgeId, config);
+      await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config), "TLS edge");
       return renderIpPolicy(config, ctx);
     });
   }
@@ -507,6 +508,15 @@ async function uniqueMatch<T>(
     return await write();
   } catch (e) {
     throw e instanceof UniqueViolation ? duplicateMatch(route.match_type, route.match) : e;
+  }
+}
+
+/** Runs an insert under an edge; the edge deleted meanwhile (another replica) is the API's 404. */
+async function edgeStillThere<T>(edgeId: string, write: () => Promise<T>, label = "HTTPS edge"): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    throw e instanceof ParentMissing ? ApiError.notFound(`${label} ${edgeId}`) : e;
   }
 }
 

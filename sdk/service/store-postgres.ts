@@ -5,7 +5,7 @@
  *
  * - Schema: versioned migrations, run at start-up under a transaction-level advisory lock, so
  *   replicas starting together migrate once and the others wait and see it done.
- * - A PATCH reads its route FOR UPDATE: concurrent PATCHes of one route, through any replicas,
+ * - A PATCH reads its route FOR UPDATE (the edge is read without a lock): concurrent PATCHes of one route, through any replicas,
  *   take turns, and each sees the other's change (no lost module).
  * - Two creates of one (edge, match_type, match) race on the unique key: one commits, the other
  *   gets 23505, which becomes UniqueViolation (409).
@@ -29,6 +29,7 @@ import {
   type Store,
   type StoreDump,
   type StoreTx,
+  ParentMissing,
   StoreUnavailable,
   UniqueViolation,
 } from "./store";
@@ -138,6 +139,7 @@ function isUnavailable(e: unknown): boolean {
 function translate(e: unknown): unknown {
   const err = e as { code?: unknown };
   if (err?.code === "23505") return new UniqueViolation(messageOf(e));
+  if (err?.code === "23503") return new ParentMissing(messageOf(e));
   if (isUnavailable(e)) {
     return new StoreUnavailable(
       `PostgreSQL cannot be reached (${messageOf(e)}); the request was not acknowledged: retry shortly`,
@@ -192,13 +194,10 @@ export class PgTx implements StoreTx {
   }
 
   async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
-    // In a write, a KEY SHARE lock keeps the edge from being deleted under the routes written.
-    const [r] = this.writing
-      ? await this.q("edge_get_locked", "SELECT * FROM edges WHERE id = $1 AND kind = $2 FOR KEY SHARE", [
-          id,
-          kind,
-        ])
-      : await this.q("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", [id, kind]);
+    // Never locked: a route's writes lock the route's row (an edge deleted meanwhile cascades
+    // after them, or leaves them nothing to find), and a route's insert locks the edge through
+    // its foreign key. A lock here would write the edge's row at every PATCH of any of its routes.
+    const [r] = await this.q("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", [id, kind]);
     return r ? edgeFromRaw(r) : undefined;
   }
 

@@ -46,6 +46,9 @@ export interface IdempotentAnswer {
 /** A write would duplicate a unique key (a route's match on its edge). */
 export class UniqueViolation extends Error {}
 
+/** A write refers to a row another transaction deleted meanwhile (a route's edge). */
+export class ParentMissing extends Error {}
+
 /**
  * The database cannot be reached right now (restarting, failing over, out of connections): the
  * request changed nothing it acknowledged and may be retried; the service answers 503.
