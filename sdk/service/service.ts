@@ -346,11 +346,16 @@ export class EdgeService {
     return edge;
   }
 
+  /**
+   * The route, found by its edge and id in one statement: a route exists only under an HTTPS edge
+   * that exists (created under one, deleted with it), so the edge is looked up only to say which
+   * of the two is missing.
+   */
   private async requireRoute(tx: StoreTx, edgeId: string, id: string): Promise<RouteRow> {
-    await this.requireEdge(tx, "https", edgeId);
     const row = await tx.getRoute(edgeId, id);
-    if (!row) throw ApiError.notFound(`route ${id} of HTTPS edge ${edgeId}`);
-    return row;
+    if (row) return row;
+    await this.requireEdge(tx, "https", edgeId);
+    throw ApiError.notFound(`route ${id} of HTTPS edge ${edgeId}`);
   }
 
   private requireModuleName(name: string): RouteModuleName {
