@@ -260,10 +260,14 @@ export function renderStores(st) {
     postgres1: "PostgreSQL, one replica",
     postgres2: "PostgreSQL, two replicas",
   };
+  const labelOf = (k) => {
+    const m = /^postgres2x(\d+)$/.exec(k);
+    return m ? `PostgreSQL, two replicas, ${m[1]} connections (same load per replica)` : (label[k] ?? k);
+  };
   for (const [k, v] of Object.entries(st.load)) {
     const cpu = (c) => `${f1(c.replicas)} / ${c.postgres === undefined ? "–" : f1(c.postgres)}`;
     lines.push(
-      `| ${label[k] ?? k} | ${v.get.requestsPerSecond} | ${v.get.latencyP99Ms} ms | ${cpu(v.get.cpuMicrosPerRequest)} | ${v.patch.requestsPerSecond} | ${v.patch.latencyP99Ms} ms | ${cpu(v.patch.cpuMicrosPerRequest)} |`,
+      `| ${labelOf(k)} | ${v.get.requestsPerSecond} | ${v.get.latencyP99Ms} ms | ${cpu(v.get.cpuMicrosPerRequest)} | ${v.patch.requestsPerSecond} | ${v.patch.latencyP99Ms} ms | ${cpu(v.patch.cpuMicrosPerRequest)} |`,
     );
   }
   lines.push("");

@@ -116,12 +116,15 @@ export async function storesSection({ tmp, sizes, n, seconds, connections }) {
     }
 
     // 2. Under load: SQLite single server, one PostgreSQL replica, two.
+    // The last setup gives each of two replicas the connections one replica had: the same load
+    // per replica (GETs arriving together share one snapshot query, so CPU per GET depends on it).
     const setups = [
-      ["sqlite", 1],
-      ["postgres", 1],
-      ["postgres", 2],
+      ["sqlite", 1, connections],
+      ["postgres", 1, connections],
+      ["postgres", 2, connections],
+      ["postgres", 2, 2 * connections],
     ];
-    for (const [store, replicas] of setups) {
+    for (const [store, replicas, conns] of setups) {
       const servers = [spawnServer()];
       try {
         const databaseUrl = store === "postgres" ? cluster.createDatabase() : undefined;
@@ -145,10 +148,11 @@ export async function storesSection({ tmp, sizes, n, seconds, connections }) {
           replicas: servers.map((s) => s.pid),
           ...(store === "postgres" ? { postgres: cluster.pids() } : {}),
         });
-        const key = store === "sqlite" ? "sqlite" : `postgres${replicas}`;
+        const key =
+          store === "sqlite" ? "sqlite" : `postgres${replicas}${conns === connections ? "" : `x${conns}`}`;
         result.load[key] = {};
         for (const op of ["get", "patch"]) {
-          result.load[key][op] = await load(urls, routePaths, op, { seconds, connections, pids });
+          result.load[key][op] = await load(urls, routePaths, op, { seconds, connections: conns, pids });
           log(`${key} ${op}: ${JSON.stringify(result.load[key][op])}`);
         }
       } finally {
