@@ -3,5 +3,7 @@ export * from "./client";
 export * from "./contract";
 export * from "./transport";
 export { createEdgeApp, type EdgeAppOptions } from "./service/app";
-export { Store } from "./service/store";
+export type { Store, StoreTx } from "./service/store";
+export { SqliteStore } from "./service/store-sqlite";
+export { openStore, type StoreChoice } from "./service/store-open";
 export { startServer, type RunningServer, type ServerOptions } from "./service/server";

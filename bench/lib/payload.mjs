@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import { median } from "./stats.mjs";
 
 const require = createRequire(import.meta.url);
-const { Store } = require("../../dist/sdk/service/store.js");
+const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
 const { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } = require(
   "../../dist/provider/model/route.js",
@@ -100,11 +100,11 @@ function check(news) {
 }
 
 export async function payloadSection() {
-  const store = Store.open(":memory:");
+  const store = SqliteStore.open(":memory:");
   const service = new EdgeService(store);
   const ctx = { baseUrl: "http://edge-service.embedded" };
   try {
-    const edge = service.createEdge("https", {}, ctx);
+    const edge = await service.createEdge("https", {}, ctx);
     const variants = {};
     for (const auth of AUTH) {
       const args = {
@@ -118,7 +118,7 @@ export async function payloadSection() {
       }
       const desired = check(args);
       const full = routeCreateRequest(desired);
-      const created = service.createRoute(edge.id, full, ctx);
+      const created = await service.createRoute(edge.id, full, ctx);
       const current = routeCanonical(routeFromResponse(created));
       const perModule = {};
       for (const [name, [, change]] of Object.entries(MODULES)) {
@@ -128,11 +128,11 @@ export async function payloadSection() {
           throw new Error(`${auth}/${name}: unexpected plan ${JSON.stringify(plan)}`);
         }
         const body = plan.steps[0].body;
-        const after = service.updateRoute(edge.id, created.id, body, ctx);
+        const after = await service.updateRoute(edge.id, created.id, body, ctx);
         const back = planRoute(routeCanonical(routeFromResponse(after)), current);
         if (back.changed.join() !== name)
           throw new Error(`${auth}/${name}: the PATCH changed ${back.changed}`);
-        service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore
+        await service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore
         perModule[name] = bytes(body);
       }
       variants[auth] = {

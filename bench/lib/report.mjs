@@ -245,6 +245,8 @@ export function renderMarkdown(results) {
     );
   }
 
+  if (results.stores) lines.push(renderStores(results.stores));
+
   const pl = results.payload;
   if (pl) {
     const v = pl.variants;
@@ -268,6 +270,52 @@ export function renderMarkdown(results) {
       "",
     );
   }
+  return lines.join("\n");
+}
+
+/** Section 6: SQLite vs PostgreSQL, 100 vs 100,000 routes, one vs two replicas. */
+export function renderStores(st) {
+  const [small, large] = st.sizes;
+  const f1 = (x) => (x === null || x === undefined ? "–" : Number(x).toFixed(1));
+  const ratio = (a, b) => (a && b ? (b / a).toFixed(2) : "–");
+  const lines = [
+    `### 6. Stores: SQLite and PostgreSQL, ${small.toLocaleString("en")} vs ${large.toLocaleString("en")} routes`,
+    "",
+    "In the service (EdgeService, no HTTP), median µs per operation on random stored routes, and the server's RSS after a full GC:",
+    "",
+    `| store | GET ${small} | GET ${large} | ratio | PATCH ${small} | PATCH ${large} | ratio | list 10 ${small} | list 10 ${large} | ratio | RSS ${small} | RSS ${large} | bulk seed ${large} |`,
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+  ];
+  for (const [store, v] of Object.entries(st.perOp)) {
+    const a = v[small];
+    const b = v[large];
+    lines.push(
+      `| ${store} | ${f1(a.getMedianMicros)} | ${f1(b.getMedianMicros)} | ${ratio(a.getMedianMicros, b.getMedianMicros)} | ${f1(a.patchMedianMicros)} | ${f1(b.patchMedianMicros)} | ${ratio(a.patchMedianMicros, b.patchMedianMicros)} | ${f1(a.listMedianMicros)} | ${f1(b.listMedianMicros)} | ${ratio(a.listMedianMicros, b.listMedianMicros)} | ${f1(a.rssMiB)} MiB | ${f1(b.rssMiB)} MiB | ${f1(b.seedSeconds)} s |`,
+    );
+  }
+  lines.push(
+    "",
+    "Under load over HTTP (autocannon; GET one route, PATCH 100 routes in turn), with the CPU each process used per request served:",
+    "",
+    "| setup | GET req/s | GET p99 | GET CPU µs/req: replicas / postgres | PATCH req/s | PATCH p99 | PATCH CPU µs/req: replicas / postgres |",
+    "|---|---|---|---|---|---|---|",
+  );
+  const label = {
+    sqlite: "SQLite, one server",
+    postgres1: "PostgreSQL, one replica",
+    postgres2: "PostgreSQL, two replicas",
+  };
+  const labelOf = (k) => {
+    const m = /^postgres2x(\d+)$/.exec(k);
+    return m ? `PostgreSQL, two replicas, ${m[1]} connections (same load per replica)` : (label[k] ?? k);
+  };
+  for (const [k, v] of Object.entries(st.load)) {
+    const cpu = (c) => `${f1(c.replicas)} / ${c.postgres === undefined ? "–" : f1(c.postgres)}`;
+    lines.push(
+      `| ${labelOf(k)} | ${v.get.requestsPerSecond} | ${v.get.latencyP99Ms} ms | ${cpu(v.get.cpuMicrosPerRequest)} | ${v.patch.requestsPerSecond} | ${v.patch.latencyP99Ms} ms | ${cpu(v.patch.cpuMicrosPerRequest)} |`,
+    );
+  }
+  lines.push("");
   return lines.join("\n");
 }
 

@@ -1,7 +1,11 @@
 // A server in its own process (so that the load generator and the server do not share one
 // event loop), driven over IPC by the parent:
-//   { cmd: "edge", dataDir, seed, responseCacheBytes? }
+//   { cmd: "edge", dataDir, seed, responseCacheBytes?, databaseUrl?, bulk? }
 //                                           the bundled service (startServer) with `seed` routes
+//                                           (on PostgreSQL with databaseUrl; bulk: createRoutes,
+//                                           1,000 per transaction)
+//   { cmd: "replica", databaseUrl, edgeId, routeIds }
+//                                           another replica on the same PostgreSQL database
 //   { cmd: "floor", body }                  a bare node:http server answering a fixed JSON body
 //   { cmd: "hono", body }                   the same through Hono on @hono/node-server (no service)
 //   { cmd: "memory" }                       memory after a full GC (run with --expose-gc)
@@ -29,19 +33,31 @@ function memory() {
   return { rssMiB: m.rss / 2 ** 20, heapUsedMiB: m.heapUsed / 2 ** 20, externalMiB: m.external / 2 ** 20 };
 }
 
-async function startEdge({ dataDir, seed, responseCacheBytes }) {
-  const server = await startServer({ dataDir, port: 0, responseCacheBytes });
+async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk }) {
+  const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl });
   const service = new EdgeService(server.store);
   const ctx = { baseUrl: server.url };
-  const edge = service.createEdge(
+  const edge = await service.createEdge(
     "https",
     { description: "bench", hostports: ["bench.example.com:443"] },
     ctx,
   );
   const started = performance.now();
   const routeIds = [];
-  for (let i = 0; i < seed; i++) routeIds.push(service.createRoute(edge.id, routeBody(i), ctx).id);
+  if (bulk) {
+    for (let i = 0; i < seed; i += 1000) {
+      const bodies = [];
+      for (let k = i; k < Math.min(seed, i + 1000); k++) bodies.push(routeBody(k));
+      routeIds.push(...(await service.createRoutes(edge.id, bodies)));
+    }
+  } else {
+    for (let i = 0; i < seed; i++) routeIds.push((await service.createRoute(edge.id, routeBody(i), ctx)).id);
+  }
   const seedSeconds = (performance.now() - started) / 1000;
+  if (server.store.kind !== "sqlite") {
+    state = { server, service, ctx, edgeId: edge.id, routeIds, toggle: 0 };
+    return { url: server.url, edgeId: edge.id, routeIds, seedSeconds, memory: memory() };
+  }
   // Seeding is setup: fold its WAL into the database before measuring, so that what follows is
   // the steady state rather than the checkpoint worker catching up with 10,000 creates.
   const db = new Database(server.store.location);
@@ -50,6 +66,19 @@ async function startEdge({ dataDir, seed, responseCacheBytes }) {
   db.close();
   state = { server, service, ctx, edgeId: edge.id, routeIds, toggle: 0 };
   return { url: server.url, edgeId: edge.id, routeIds, seedSeconds, memory: memory() };
+}
+
+async function startReplica({ databaseUrl, edgeId, routeIds }) {
+  const server = await startServer({ dataDir: ":memory:", port: 0, databaseUrl });
+  state = {
+    server,
+    service: new EdgeService(server.store),
+    ctx: { baseUrl: server.url },
+    edgeId,
+    routeIds,
+    toggle: 0,
+  };
+  return { url: server.url, memory: memory() };
 }
 
 async function startFloor({ body }) {
@@ -85,7 +114,7 @@ async function startHono({ body }) {
 }
 
 /** Median µs of one in-process service operation over `n` calls on random stored routes. */
-function direct({ op, n }) {
+async function direct({ op, n }) {
   const { service, ctx, edgeId, routeIds } = state;
   const pick = (i) => routeIds[(i * 7919) % routeIds.length];
   const run = {
@@ -99,11 +128,11 @@ function direct({ op, n }) {
       ),
     list: () => service.listRoutes(edgeId, { limit: "10" }, ctx),
   }[op];
-  for (let i = 0; i < 100; i++) run(i);
+  for (let i = 0; i < 100; i++) await run(i);
   const times = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    run(i);
+    await run(i);
     times.push((performance.now() - t0) * 1000);
   }
   times.sort((a, b) => a - b);
@@ -117,10 +146,11 @@ process.on("message", async (msg) => {
   try {
     let reply;
     if (msg.cmd === "edge") reply = await startEdge(msg);
+    else if (msg.cmd === "replica") reply = await startReplica(msg);
     else if (msg.cmd === "floor") reply = await startFloor(msg);
     else if (msg.cmd === "hono") reply = await startHono(msg);
     else if (msg.cmd === "memory") reply = memory();
-    else if (msg.cmd === "direct") reply = direct(msg);
+    else if (msg.cmd === "direct") reply = await direct(msg);
     else if (msg.cmd === "close") {
       state?.closeAll?.();
       await state?.server.close();

@@ -20,7 +20,7 @@ const {
   httpTransport,
   closeEmbeddedStores,
 } = require("../../dist/sdk/transport/index.js");
-const { Store } = require("../../dist/sdk/service/store.js");
+const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -222,7 +222,7 @@ async function perCallCosts(tmp, edge) {
   const embedded = new EdgeClient(embeddedTransport({ dataDir }));
   const e = await embedded.createHttpsEdge({ description: "bench" });
   const r = await embedded.createRoute(e.id, routeBody(0));
-  const store = Store.open(dataDir);
+  const store = SqliteStore.open(dataDir);
   const service = new EdgeService(store);
   const ctx = { baseUrl: "http://edge-service.embedded" };
   const overHttp = new EdgeClient(httpTransport({ baseUrl: edge.url }));

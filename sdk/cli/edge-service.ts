@@ -1,18 +1,59 @@
 #!/usr/bin/env node
 /**
- * edge-service serve [--port 8080] [--host 127.0.0.1] [--data ./.edge-service]
+ * edge-service serve [--port 8080] [--host 127.0.0.1]
+ *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
+ * edge-service migrate --from DIR --to postgres://...
  */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { startServer } from "../service/server";
+import { DATA_TABLES } from "../service/store";
+import { openStore } from "../service/store-open";
 import { embeddedTransport, httpTransport } from "../transport";
 
-const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1] [--data ./.edge-service]
+const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
+         (--database: the PostgreSQL store; run several replicas on one database behind a load balancer)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
-         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)`;
+         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
+       edge-service migrate --from DIR --to postgres://...
+         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction)`;
+
+/** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
+async function migrate(from: string | undefined, to: string | undefined): Promise<number> {
+  if (!from || !to) throw new Error("migrate needs --from DIR (a data directory) and --to postgres://...");
+  if (!existsSync(join(from, "edge.db"))) {
+    throw new Error(`${from} holds no edge.db: pass the data directory the service ran with (--data)`);
+  }
+  const source = await openStore({ dataDir: from });
+  try {
+    const target = await openStore({ dataDir: from, databaseUrl: to });
+    try {
+      const dump = await source.dump();
+      await target.load(dump);
+      const copied = await target.dump();
+      const counts = DATA_TABLES.map((t) => `${copied[t].length} ${t}`).join(", ");
+      for (const t of DATA_TABLES) {
+        if (copied[t].length !== dump[t].length) {
+          throw new Error(
+            `copied ${copied[t].length} of ${dump[t].length} rows of ${t}: check the target database`,
+          );
+        }
+      }
+      console.log(`copied ${counts} from ${source.location} to ${target.location}`);
+    } finally {
+      await target.close();
+    }
+  } finally {
+    await source.close();
+  }
+  return 0;
+}
 
 /** One API call against a data directory (in-process) or a running service. */
 async function request(
@@ -48,6 +89,9 @@ async function main(argv: string[]): Promise<number> {
       "rate-limit": { type: "string" },
       body: { type: "string" },
       url: { type: "string" },
+      database: { type: "string" },
+      from: { type: "string" },
+      to: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -60,6 +104,7 @@ async function main(argv: string[]): Promise<number> {
       apiKey,
     });
   }
+  if (positionals[0] === "migrate" && positionals.length === 1) return migrate(values.from, values.to);
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
     console.error(USAGE);
     return values.help ? 0 : 2;
@@ -75,8 +120,10 @@ async function main(argv: string[]): Promise<number> {
     rateLimitPerMinute = Number(m[1]);
   }
   const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
+  const databaseUrl = values.database ?? (process.env.EDGE_DATABASE_URL || undefined);
   const server = await startServer({
     dataDir: values.data,
+    databaseUrl,
     host: values.host,
     port,
     apiKey,
@@ -84,7 +131,7 @@ async function main(argv: string[]): Promise<number> {
     log: (line) => console.error(`${new Date().toISOString()} ${line}`),
   });
   console.log(
-    `edge-service listening on ${server.url} (data: ${server.store.location}, auth: ${apiKey ? "API key" : "none, loopback only"})`,
+    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${apiKey ? "API key" : "none, loopback only"})`,
   );
 
   await new Promise<void>((resolve) => {

@@ -16,6 +16,8 @@ export const ERROR_CODES = {
   unsupportedMediaType: { code: "ERR_EDGE_415", status: 415 },
   rateLimited: { code: "ERR_EDGE_429", status: 429 },
   internal: { code: "ERR_EDGE_500", status: 500 },
+  /** The database cannot be reached for now (restart, failover): retry after Retry-After. */
+  unavailable: { code: "ERR_EDGE_503", status: 503 },
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_CODES;

@@ -67,15 +67,16 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const body = (c: EdgeContext) => c.get("body");
   const page = (c: EdgeContext) => ({ limit: c.req.query("limit"), before_id: c.req.query("before_id") });
   /** Answers a GET: the rendered body, reused while the data is unchanged. Errors are never kept. */
-  const read = (c: EdgeContext, render: () => unknown) => respond(c, 200, cache.json(c.req.url, render));
+  const read = async (c: EdgeContext, render: () => Promise<unknown>) =>
+    respond(c, 200, await cache.json(c.req.url, render));
   /** Runs a delete and answers 204. */
-  const noContent = (c: EdgeContext, run: () => void) => {
-    run();
+  const noContent = async (c: EdgeContext, run: () => Promise<void>) => {
+    await run();
     return respond(c, 204, null);
   };
   /** Answers a write with the stored resource. */
-  const json = (c: EdgeContext, status: 200 | 201, value: unknown) =>
-    respond(c, status, JSON.stringify(value));
+  const json = async (c: EdgeContext, status: 200 | 201, value: Promise<unknown>) =>
+    respond(c, status, JSON.stringify(await value));
 
   // Writes that take a body read it through jsonBody first; GETs, the hot path, skip that layer.
 

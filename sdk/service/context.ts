@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER } from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
+import { StoreUnavailable } from "./store";
 
 export type Env = { Variables: { operationId: string; body: unknown } };
 export type EdgeContext = Context<Env>;
@@ -57,6 +58,19 @@ export function errorResponse(c: EdgeContext, err: ApiError): Response {
 /** The answer for an error thrown anywhere: ours as they are, anything else a 500 that says nothing inside. */
 export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) => void): Response {
   if (err instanceof ApiError) return errorResponse(c, err);
+  if (err instanceof StoreUnavailable) {
+    log?.(`unavailable ${operationId(c)}: ${err.message}`);
+    return errorResponse(
+      c,
+      new ApiError(
+        "unavailable",
+        "the database cannot be reached for now (the request was not acknowledged); retry shortly",
+        {
+          headers: { "Retry-After": "1" },
+        },
+      ),
+    );
+  }
   log?.(
     `internal error ${operationId(c)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
   );

@@ -1,21 +1,23 @@
 /**
  * Rendered GET bodies, reused while the database is unchanged. A GET answer is a pure function
  * of its URL (Refs are built on the caller's origin) and of the stored data, so a body rendered
- * once is valid until the next committed write, by this process or any other sharing the data
- * directory: `Store.changeCounter()` moves on either. Reading it is one SQLite pragma (a few µs)
- * against a read transaction of four queries plus JSON rendering (the bulk of a GET's cost).
+ * once is valid until the next committed write, by this process or any other sharing the
+ * database: `Store.changeCounter()` moves on either. On SQLite reading it is one look at the WAL
+ * index (a few µs); on PostgreSQL one tiny query shared by the GETs that arrive while it runs
+ * (see PostgresStore.changeCounter); either against a read transaction of four queries plus JSON
+ * rendering (the bulk of a GET's cost).
  */
 export class ResponseCache {
   private readonly bodies = new Map<string, Buffer<ArrayBuffer>>();
   private bytes = 0;
-  private counter = Number.NaN;
+  private counter: number | string = Number.NaN;
 
   /**
    * @param changeCounter moves whenever committed data may have changed (never moves back).
    * @param maxBytes bound on the total bytes of the cached keys and bodies; 0 turns the cache off.
    */
   constructor(
-    private readonly changeCounter: () => number,
+    private readonly changeCounter: () => number | string | Promise<number | string>,
     private readonly maxBytes: number,
   ) {}
 
@@ -23,11 +25,12 @@ export class ResponseCache {
    * The JSON body for `key`, UTF-8 encoded: cached when the data is unchanged since, else
    * `render()`ed and kept. Kept encoded: writing a string to a socket encodes it every time.
    */
-  json(key: string, render: () => unknown): Buffer<ArrayBuffer> {
-    if (this.maxBytes === 0) return Buffer.from(JSON.stringify(render()));
+  async json(key: string, render: () => Promise<unknown>): Promise<Buffer<ArrayBuffer>> {
+    if (this.maxBytes === 0) return Buffer.from(JSON.stringify(await render()));
     // Read before rendering: a write landing in between makes the entry stale under the old
     // counter, which the next lookup sees as changed (never the other way round).
-    const counter = this.changeCounter();
+    const read = this.changeCounter();
+    const counter = typeof read === "object" ? await read : read;
     if (counter !== this.counter) {
       this.bodies.clear();
       this.bytes = 0;
@@ -35,7 +38,10 @@ export class ResponseCache {
     }
     const cached = this.bodies.get(key);
     if (cached !== undefined) return cached;
-    const body = Buffer.from(JSON.stringify(render()));
+    const body = Buffer.from(JSON.stringify(await render()));
+    // While this rendered, another request may have seen a newer counter: this body may predate
+    // it, so it is not kept under the newer one.
+    if (counter !== this.counter) return body;
     const cost = key.length + body.length;
     if (cost <= this.maxBytes) {
       // Oldest first out (Map keeps insertion order): bounded memory whatever the URLs asked.

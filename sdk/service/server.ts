@@ -2,11 +2,16 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
-import { Store } from "./store";
+import type { Store } from "./store";
+import { openStore } from "./store-open";
 
 export interface ServerOptions {
-  /** Data directory (created if missing), or ":memory:". */
+  /** Data directory (created if missing), or ":memory:": the SQLite store. */
   dataDir: string;
+  /** A postgres:// URL: the PostgreSQL store instead of the data directory (several replicas). */
+  databaseUrl?: string;
+  /** PostgreSQL: connections of this replica's pool (default 10). */
+  poolSize?: number;
   /** Default 127.0.0.1. A non-loopback host requires an API key. */
   host?: string;
   /** Default 8080; 0 picks a free port. */
@@ -37,7 +42,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
     );
   }
-  const store = Store.open(opts.dataDir, { backgroundCheckpoints: true });
+  const store = await openStore({
+    dataDir: opts.dataDir,
+    databaseUrl: opts.databaseUrl,
+    backgroundCheckpoints: true,
+    poolSize: opts.poolSize,
+    log: opts.log,
+  });
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,
@@ -48,6 +59,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8080 }, () => resolve(s));
     s.once("error", reject);
+  }).catch(async (e: unknown) => {
+    await store.close();
+    throw e;
   });
   const port = (server.address() as AddressInfo).port;
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
@@ -59,8 +73,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => {
-          store.close();
-          resolve();
+          void Promise.resolve(store.close()).then(resolve, resolve);
         });
         // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
         (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();

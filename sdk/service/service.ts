@@ -34,6 +34,8 @@ import {
   type ModuleConfigs,
   type RouteRow,
   type Store,
+  ParentMissing,
+  type StoreTx,
   UniqueViolation,
 } from "./store";
 import { createSelfSignedCertificate } from "./x509";
@@ -69,36 +71,38 @@ export class EdgeService {
 
   // ------------------------------------------------------------------ edges
 
-  createEdge(kind: "https", body: unknown, ctx: RequestContext): HttpsEdge;
-  createEdge(kind: "tls", body: unknown, ctx: RequestContext): TlsEdge;
-  createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): HttpsEdge | TlsEdge {
+  createEdge(kind: "https", body: unknown, ctx: RequestContext): Promise<HttpsEdge>;
+  createEdge(kind: "tls", body: unknown, ctx: RequestContext): Promise<TlsEdge>;
+  createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
-    return this.store.write(() =>
+    return this.store.write((tx) =>
       this.once(
+        tx,
         ctx,
         () => `POST /edges/${kind} ${JSON.stringify(body)}`,
-        () => {
-          this.store.insertEdge(row);
-          return this.renderEdge(this.store.getEdge(kind, row.id)!, ctx);
+        async () => {
+          await tx.insertEdge(row);
+          return this.renderEdge(tx, (await tx.getEdge(kind, row.id))!, ctx);
         },
       ),
     );
   }
 
-  getEdge(kind: "https", id: string, ctx: RequestContext): HttpsEdge;
-  getEdge(kind: "tls", id: string, ctx: RequestContext): TlsEdge;
-  getEdge(kind: EdgeKind, id: string, ctx: RequestContext): HttpsEdge | TlsEdge {
-    return this.store.read(() => this.renderEdge(this.requireEdge(kind, id), ctx));
+  getEdge(kind: "https", id: string, ctx: RequestContext): Promise<HttpsEdge>;
+  getEdge(kind: "tls", id: string, ctx: RequestContext): Promise<TlsEdge>;
+  getEdge(kind: EdgeKind, id: string, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
+    return this.store.read(async (tx) => this.renderEdge(tx, await this.requireEdge(tx, kind, id), ctx));
   }
 
-  listEdges(kind: "https", q: PageQuery, ctx: RequestContext): HttpsEdgeList;
-  listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): TlsEdgeList;
-  listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): HttpsEdgeList | TlsEdgeList {
-    const { limit, beforeSeq } = this.page(q, (id) => this.store.getEdge(kind, id)?.seq);
-    return this.store.read(() => {
-      const rows = this.store.listEdges(kind, limit + 1, beforeSeq);
-      const items = rows.slice(0, limit).map((r) => this.renderEdge(r, ctx));
+  listEdges(kind: "https", q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList>;
+  listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): Promise<TlsEdgeList>;
+  listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList | TlsEdgeList> {
+    return this.store.read(async (tx) => {
+      const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getEdge(kind, id))?.seq);
+      const rows = await tx.listEdges(kind, limit + 1, beforeSeq);
+      const items: Array<HttpsEdge | TlsEdge> = [];
+      for (const r of rows.slice(0, limit)) items.push(await this.renderEdge(tx, r, ctx));
       const uri = `${ctx.baseUrl}/edges/${kind}`;
       const next =
         rows.length > limit ? `${uri}?limit=${limit}&before_id=${items[items.length - 1]!.id}` : null;
@@ -108,25 +112,26 @@ export class EdgeService {
     });
   }
 
-  deleteEdge(kind: EdgeKind, id: string): void {
-    this.store.write(() => {
-      if (!this.store.deleteEdge(kind, id)) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
+  async deleteEdge(kind: EdgeKind, id: string): Promise<void> {
+    await this.store.write(async (tx) => {
+      if (!(await tx.deleteEdge(kind, id))) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
     });
   }
 
   // ------------------------------------------------------------------ routes
 
-  createRoute(edgeId: string, body: unknown, ctx: RequestContext): Route {
+  createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const input = parse(routeCreateSchema, body);
     const { match_type, match, description, metadata } = input;
     const modules = pickModules(input); // one auth module at most: the schema's rule
     const id = newId("route");
-    return this.store.write(() =>
+    return this.store.write((tx) =>
       this.once(
+        tx,
         ctx,
         () => `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`,
-        () => {
-          this.requireEdge("https", edgeId);
+        async () => {
+          await this.requireEdge(tx, "https", edgeId);
           const row = {
             id,
             edge_id: edgeId,
@@ -137,25 +142,57 @@ export class EdgeService {
             created_at: now(),
             modules,
           };
-          const seq = uniqueMatch(row, () => this.store.insertRoute(row));
-          this.ensureSamlKey(id, modules);
+          const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row)));
+          await this.ensureSamlKey(tx, id, modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
-          return this.renderRoutes([{ seq, ...row }], ctx)[0]!;
+          return (await this.renderRoutes(tx, [{ seq, ...row }], ctx))[0]!;
         },
       ),
     );
   }
 
-  getRoute(edgeId: string, id: string, ctx: RequestContext): Route {
-    return this.store.read(() => this.renderRoutes([this.requireRoute(edgeId, id)], ctx)[0]!);
+  /**
+   * Creates many routes of one edge in one transaction, each checked as a POST would be (the bulk
+   * seeding of benchmarks and load tests; not part of the HTTP API). Returns the new ids.
+   */
+  async createRoutes(edgeId: string, bodies: unknown[]): Promise<string[]> {
+    const rows = bodies.map((body) => {
+      const input = parse(routeCreateSchema, body);
+      const { match_type, match, description, metadata } = input;
+      const modules = pickModules(input);
+      return {
+        id: newId("route"),
+        edge_id: edgeId,
+        match_type,
+        match,
+        description,
+        metadata,
+        created_at: now(),
+        modules,
+      };
+    });
+    return this.store.write(async (tx) => {
+      await this.requireEdge(tx, "https", edgeId);
+      for (const row of rows) {
+        await uniqueMatch(row, () => tx.insertRoute(row));
+        await this.ensureSamlKey(tx, row.id, row.modules);
+      }
+      return rows.map((r) => r.id);
+    });
   }
 
-  listRoutes(edgeId: string, q: PageQuery, ctx: RequestContext): RouteList {
-    const { limit, beforeSeq } = this.page(q, (id) => this.store.getRoute(edgeId, id)?.seq);
-    return this.store.read(() => {
-      this.requireEdge("https", edgeId);
-      const rows = this.store.listRoutes(edgeId, limit + 1, beforeSeq);
-      const routes = this.renderRoutes(rows.slice(0, limit), ctx);
+  getRoute(edgeId: string, id: string, ctx: RequestContext): Promise<Route> {
+    return this.store.read(
+      async (tx) => (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, id)], ctx))[0]!,
+    );
+  }
+
+  listRoutes(edgeId: string, q: PageQuery, ctx: RequestContext): Promise<RouteList> {
+    return this.store.read(async (tx) => {
+      const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getRoute(edgeId, id))?.seq);
+      await this.requireEdge(tx, "https", edgeId);
+      const rows = await tx.listRoutes(edgeId, limit + 1, beforeSeq);
+      const routes = await this.renderRoutes(tx, rows.slice(0, limit), ctx);
       const uri = `${ctx.baseUrl}/edges/https/${edgeId}/routes`;
       const next =
         rows.length > limit ? `${uri}?limit=${limit}&before_id=${routes[routes.length - 1]!.id}` : null;
@@ -165,14 +202,15 @@ export class EdgeService {
 
   /**
    * PATCH: present fields replace, a present module replaces that module whole, absent or
-   * null modules are untouched. The route is read and written in one write transaction, so
-   * concurrent PATCHes of different modules of one route never lose each other's change.
+   * null modules are untouched. The route is read (and locked) and written in one write
+   * transaction, so concurrent PATCHes of different modules of one route never lose each other's
+   * change.
    */
-  updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Route {
+  updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const patch = parse(routeUpdateSchema, body);
     const modules = pickModules(patch);
-    return this.store.write(() => {
-      const row = this.requireRoute(edgeId, id);
+    return this.store.write(async (tx) => {
+      const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = {
         ...row,
         match_type: patch.match_type ?? row.match_type,
@@ -182,81 +220,81 @@ export class EdgeService {
         modules: { ...row.modules, ...modules },
       };
       assertOneAuthModule(next.modules, modules);
-      uniqueMatch(next, () => this.store.updateRoute(id, next));
-      this.ensureSamlKey(id, modules);
-      return this.renderRoutes([next], ctx)[0]!;
+      await uniqueMatch(next, () => tx.updateRoute(id, next));
+      await this.ensureSamlKey(tx, id, modules);
+      return (await this.renderRoutes(tx, [next], ctx))[0]!;
     });
   }
 
-  deleteRoute(edgeId: string, id: string): void {
-    this.store.write(() => {
-      this.requireRoute(edgeId, id);
-      this.store.deleteRoute(edgeId, id);
+  async deleteRoute(edgeId: string, id: string): Promise<void> {
+    await this.store.write(async (tx) => {
+      await this.requireRoute(tx, edgeId, id);
+      await tx.deleteRoute(edgeId, id);
     });
   }
 
   // ------------------------------------------------------------------ route module sub-resources
 
-  putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): unknown {
+  putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
     const config = parse(ROUTE_MODULES[module].request, body);
-    return this.store.write(() => {
-      const row = this.requireRoute(edgeId, id);
+    return this.store.write(async (tx) => {
+      const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
       assertOneAuthModule(next.modules, { [module]: config });
-      this.store.updateRoute(id, next); // only modules change: no unique key is touched
-      this.ensureSamlKey(id, { [module]: config });
-      return this.renderRoutes([next], ctx)[0]![module];
+      await tx.updateRoute(id, next); // only modules change: no unique key is touched
+      await this.ensureSamlKey(tx, id, { [module]: config });
+      return (await this.renderRoutes(tx, [next], ctx))[0]![module];
     });
   }
 
-  getModule(edgeId: string, id: string, name: string, ctx: RequestContext): unknown {
+  getModule(edgeId: string, id: string, name: string, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
-    return this.store.read(() => {
-      const route = this.renderRoutes([this.requireRoute(edgeId, id)], ctx)[0]!;
+    return this.store.read(async (tx) => {
+      const route = (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, id)], ctx))[0]!;
       if (route[module] === null)
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       return route[module];
     });
   }
 
-  deleteModule(edgeId: string, id: string, name: string): void {
+  async deleteModule(edgeId: string, id: string, name: string): Promise<void> {
     const module = this.requireModuleName(name);
-    this.store.write(() => {
-      const row = this.requireRoute(edgeId, id);
+    await this.store.write(async (tx) => {
+      const row = await this.requireRoute(tx, edgeId, id);
       if (row.modules[module] === undefined) {
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       }
       const { [module]: _deleted, ...rest } = row.modules;
-      this.store.updateRoute(id, { ...row, modules: rest });
+      await tx.updateRoute(id, { ...row, modules: rest });
     });
   }
 
   // ------------------------------------------------------------------ TLS IP restriction
 
-  putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): TlsIpRestriction {
+  putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): Promise<TlsIpRestriction> {
     const config = parse(tlsIpRestrictionMutateSchema, body);
-    return this.store.write(() => {
-      this.requireEdge("tls", edgeId);
-      this.store.putTlsRestriction(edgeId, config);
+    return this.store.write(async (tx) => {
+      await this.requireEdge(tx, "tls", edgeId);
+      await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config), "TLS edge");
       return renderIpPolicy(config, ctx);
     });
   }
 
-  getTlsIpRestriction(edgeId: string, ctx: RequestContext): TlsIpRestriction {
-    return this.store.read(() => {
-      this.requireEdge("tls", edgeId);
-      const config = this.store.getTlsRestrictions([edgeId]).get(edgeId);
+  getTlsIpRestriction(edgeId: string, ctx: RequestContext): Promise<TlsIpRestriction> {
+    return this.store.read(async (tx) => {
+      await this.requireEdge(tx, "tls", edgeId);
+      const config = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
       if (config === undefined)
         throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
       return renderIpPolicy(config as IpPolicyConfig, ctx);
     });
   }
 
-  deleteTlsIpRestriction(edgeId: string): void {
-    this.store.write(() => {
-      this.requireEdge("tls", edgeId);
-      if (!this.store.deleteTlsRestriction(edgeId)) {
+  async deleteTlsIpRestriction(edgeId: string): Promise<void> {
+    await this.store.write(async (tx) => {
+      await this.requireEdge(tx, "tls", edgeId);
+      if (!(await tx.deleteTlsRestriction(edgeId))) {
         throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
       }
     });
@@ -267,13 +305,21 @@ export class EdgeService {
   /**
    * Runs a create once per idempotency key (inside the caller's write transaction, so that the
    * create and the memory of it commit together): a repeat with the same key and request answers
-   * the first answer; the same key with another request is refused.
+   * the first answer; the same key with another request is refused. The key is locked first, so
+   * that of two concurrent creates with one key (two replicas), the second waits and answers what
+   * the first created.
    */
-  private once<T>(ctx: RequestContext, request: () => string, create: () => T): T {
+  private async once<T>(
+    tx: StoreTx,
+    ctx: RequestContext,
+    request: () => string,
+    create: () => Promise<T>,
+  ): Promise<T> {
     const key = ctx.idempotencyKey;
     if (key === undefined) return create();
     const digest = createHash("sha256").update(request()).digest("base64");
-    const seen = this.store.getIdempotent(key);
+    await tx.lockIdempotencyKey(key);
+    const seen = await tx.getIdempotent(key);
     if (seen) {
       if (seen.request !== digest) {
         throw ApiError.invalid([
@@ -282,9 +328,9 @@ export class EdgeService {
       }
       return JSON.parse(seen.response) as T;
     }
-    const result = create();
+    const result = await create();
     const at = Date.now();
-    this.store.putIdempotent(
+    await tx.putIdempotent(
       key,
       digest,
       JSON.stringify(result),
@@ -294,17 +340,22 @@ export class EdgeService {
     return result;
   }
 
-  private requireEdge(kind: EdgeKind, id: string): EdgeRow {
-    const edge = this.store.getEdge(kind, id);
+  private async requireEdge(tx: StoreTx, kind: EdgeKind, id: string): Promise<EdgeRow> {
+    const edge = await tx.getEdge(kind, id);
     if (!edge) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
     return edge;
   }
 
-  private requireRoute(edgeId: string, id: string): RouteRow {
-    this.requireEdge("https", edgeId);
-    const row = this.store.getRoute(edgeId, id);
-    if (!row) throw ApiError.notFound(`route ${id} of HTTPS edge ${edgeId}`);
-    return row;
+  /**
+   * The route, found by its edge and id in one statement: a route exists only under an HTTPS edge
+   * that exists (created under one, deleted with it), so the edge is looked up only to say which
+   * of the two is missing.
+   */
+  private async requireRoute(tx: StoreTx, edgeId: string, id: string): Promise<RouteRow> {
+    const row = await tx.getRoute(edgeId, id);
+    if (row) return row;
+    await this.requireEdge(tx, "https", edgeId);
+    throw ApiError.notFound(`route ${id} of HTTPS edge ${edgeId}`);
   }
 
   private requireModuleName(name: string): RouteModuleName {
@@ -313,10 +364,10 @@ export class EdgeService {
   }
 
   /** `before_id` must name an item of the same list (same edge kind, same edge). */
-  private page(
+  private async page(
     q: PageQuery,
-    seqOf: (id: string) => number | undefined,
-  ): { limit: number; beforeSeq?: number } {
+    seqOf: (id: string) => Promise<number | undefined>,
+  ): Promise<{ limit: number; beforeSeq?: number }> {
     let limit = PAGE_LIMIT_DEFAULT;
     if (q.limit !== undefined) {
       limit = Number(q.limit);
@@ -327,20 +378,20 @@ export class EdgeService {
       }
     }
     if (q.before_id === undefined) return { limit };
-    const beforeSeq = seqOf(q.before_id);
+    const beforeSeq = await seqOf(q.before_id);
     if (beforeSeq === undefined)
       throw ApiError.invalid([{ field: "before_id", msg: "is not an id of this list" }]);
     return { limit, beforeSeq };
   }
 
   /** One signing key pair per route, made the first time SAML is configured, kept for its life. */
-  private ensureSamlKey(routeId: string, modules: ModuleConfigs): void {
-    if (modules.saml === undefined || this.store.getSamlCertificates([routeId]).has(routeId)) return;
+  private async ensureSamlKey(tx: StoreTx, routeId: string, modules: ModuleConfigs): Promise<void> {
+    if (modules.saml === undefined || (await tx.getSamlCertificates([routeId])).has(routeId)) return;
     const cert = createSelfSignedCertificate({ commonName: `edge-route-${routeId}` });
-    this.store.putSamlKey(routeId, cert.certificatePem, cert.privateKeyPem);
+    await tx.putSamlKey(routeId, cert.certificatePem, cert.privateKeyPem);
   }
 
-  private renderEdge(row: EdgeRow, ctx: RequestContext): HttpsEdge | TlsEdge {
+  private async renderEdge(tx: StoreTx, row: EdgeRow, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
     const base = {
       id: row.id,
       uri: `${ctx.baseUrl}/edges/${row.kind}/${row.id}`,
@@ -353,22 +404,22 @@ export class EdgeService {
       // Every route of the edge, oldest first (pages of routes are available from the routes list).
       const routes: RouteRow[] = [];
       for (let before: number | undefined; ;) {
-        const batch = this.store.listRoutes(row.id, 500, before);
+        const batch = await tx.listRoutes(row.id, 500, before);
         routes.push(...batch);
         if (batch.length < 500) break;
         before = batch[batch.length - 1]!.seq;
       }
-      return { ...base, routes: this.renderRoutes(routes.reverse(), ctx) };
+      return { ...base, routes: await this.renderRoutes(tx, routes.reverse(), ctx) };
     }
-    const restriction = this.store.getTlsRestrictions([row.id]).get(row.id);
+    const restriction = (await tx.getTlsRestrictions([row.id])).get(row.id);
     return {
       ...base,
       ip_restriction: restriction ? renderIpPolicy(restriction as IpPolicyConfig, ctx) : null,
     };
   }
 
-  private renderRoutes(rows: RouteRow[], ctx: RequestContext): Route[] {
-    const certs = this.store.getSamlCertificates(
+  private async renderRoutes(tx: StoreTx, rows: RouteRow[], ctx: RequestContext): Promise<Route[]> {
+    const certs = await tx.getSamlCertificates(
       rows.filter((r) => r.modules.saml !== undefined).map((r) => r.id),
     );
     return rows.map((row) => {
@@ -454,11 +505,23 @@ function assertOneAuthModule(resulting: ModuleConfigs, written: ModuleConfigs): 
 }
 
 /** Runs a write of `route`; a clash with another route's (match_type, match) becomes the API's 409. */
-function uniqueMatch<T>(route: Pick<RouteRow, "match_type" | "match">, write: () => T): T {
+async function uniqueMatch<T>(
+  route: Pick<RouteRow, "match_type" | "match">,
+  write: () => Promise<T>,
+): Promise<T> {
   try {
-    return write();
+    return await write();
   } catch (e) {
     throw e instanceof UniqueViolation ? duplicateMatch(route.match_type, route.match) : e;
+  }
+}
+
+/** Runs an insert under an edge; the edge deleted meanwhile (another replica) is the API's 404. */
+async function edgeStillThere<T>(edgeId: string, write: () => Promise<T>, label = "HTTPS edge"): Promise<T> {
+  try {
+    return await write();
+  } catch (e) {
+    throw e instanceof ParentMissing ? ApiError.notFound(`${label} ${edgeId}`) : e;
   }
 }
 

@@ -1,88 +1,12 @@
 /**
- * Persistence: one SQLite database file (libsql, prebuilt binaries), WAL mode so that a
- * standalone server and an in-process provider can share one data directory. Synchronous by
- * design: a transaction never yields to the event loop, so in-process requests never interleave
- * inside one, and BEGIN IMMEDIATE serialises writers across processes.
+ * The storage boundary of the service: one asynchronous, typed interface, two implementations
+ * chosen at start-up (see ./store-open): SQLite in a data directory (./store-sqlite, the embedded
+ * default) and PostgreSQL (./store-postgres, for several replicas on one database).
+ *
+ * Every read and write of the service runs inside `Store.read` or `Store.write`, against the
+ * transaction handle (`StoreTx`) it is given: a write is all stored or nothing; a read sees one
+ * consistent snapshot.
  */
-import { mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
-import Database from "libsql";
-import { WalIndexWatch } from "./wal-index";
-import { WalMaintenance } from "./wal-maintenance";
-
-/** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
-export const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE edges (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     id TEXT NOT NULL UNIQUE,
-     kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
-     description TEXT NOT NULL,
-     metadata TEXT NOT NULL,
-     hostports TEXT NOT NULL,
-     created_at TEXT NOT NULL
-   );
-   CREATE INDEX edges_by_kind ON edges (kind, seq);
-   CREATE TABLE routes (
-     seq INTEGER PRIMARY KEY AUTOINCREMENT,
-     id TEXT NOT NULL UNIQUE,
-     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
-     match_type TEXT NOT NULL,
-     match TEXT NOT NULL,
-     description TEXT NOT NULL,
-     metadata TEXT NOT NULL,
-     created_at TEXT NOT NULL,
-     UNIQUE (edge_id, match_type, match)
-   );
-   CREATE INDEX routes_by_edge ON routes (edge_id, seq);
-   CREATE TABLE route_modules (
-     route_id TEXT NOT NULL REFERENCES routes (id) ON DELETE CASCADE,
-     name TEXT NOT NULL,
-     config TEXT NOT NULL,
-     PRIMARY KEY (route_id, name)
-   );
-   CREATE TABLE route_saml_keys (
-     route_id TEXT PRIMARY KEY REFERENCES routes (id) ON DELETE CASCADE,
-     certificate_pem TEXT NOT NULL,
-     private_key_pem TEXT NOT NULL
-   );
-   CREATE TABLE tls_ip_restrictions (
-     edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
-     config TEXT NOT NULL
-   );`,
-  // Idempotency keys of creates: a retried POST answers what the first one created (reliability).
-  `CREATE TABLE idempotency_keys (
-     key TEXT PRIMARY KEY,
-     request TEXT NOT NULL,
-     response TEXT NOT NULL,
-     created_at TEXT NOT NULL
-   );
-   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
-  // A route's modules move into its row (one JSON object), and its seq is the plain rowid: a
-  // create wrote 13–14 pages (AUTOINCREMENT's sqlite_sequence, route_modules and its key index
-  // over scattered pages), now 6 (BENCHMARKS.md, fix 9). The rowid is still max + 1, so the newest
-  // route still sorts first.
-  `CREATE TABLE routes_v3 (
-     seq INTEGER PRIMARY KEY,
-     id TEXT NOT NULL UNIQUE,
-     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
-     match_type TEXT NOT NULL,
-     match TEXT NOT NULL,
-     description TEXT NOT NULL,
-     metadata TEXT NOT NULL,
-     created_at TEXT NOT NULL,
-     modules TEXT NOT NULL,
-     UNIQUE (edge_id, match_type, match)
-   );
-   INSERT INTO routes_v3 (seq, id, edge_id, match_type, match, description, metadata, created_at, modules)
-     SELECT seq, id, edge_id, match_type, match, description, metadata, created_at,
-       COALESCE((SELECT json_group_object(name, json(config)) FROM route_modules WHERE route_id = routes.id), '{}')
-     FROM routes;
-   DROP TABLE route_modules;
-   DROP TABLE routes;
-   ALTER TABLE routes_v3 RENAME TO routes;
-   CREATE INDEX routes_by_edge ON routes (edge_id, seq);`,
-];
-export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {
@@ -111,285 +35,69 @@ export interface RouteRow {
 /** What an update of a route may change. */
 export type RouteChanges = Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">;
 
-export class UniqueViolation extends Error {}
-
-export interface StoreOptions {
-  /** Checkpoint from a worker thread (servers); default: SQLite's automatic checkpoints. */
-  backgroundCheckpoints?: boolean;
-  /** With background checkpoints: WAL length in pages past which it is started over. */
-  rewindWalAbovePages?: number;
+/** What a create answered, remembered under its `Idempotency-Key`. */
+export interface IdempotentAnswer {
+  /** Digest of the request that created it. */
+  request: string;
+  /** The JSON answer. */
+  response: string;
 }
 
-type Raw = Record<string, unknown>;
-const edgeFromRaw = (r: Raw): EdgeRow => ({
-  ...(r as unknown as EdgeRow),
-  hostports: JSON.parse(String(r.hostports)) as string[],
-});
-const routeFromRaw = (r: Raw): RouteRow => ({
-  ...(r as unknown as RouteRow),
-  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
-});
+/** A write would duplicate a unique key (a route's match on its edge). */
+export class UniqueViolation extends Error {}
 
-export class Store {
-  private readonly db: Database.Database;
-  private readonly statements = new Map<string, Database.Statement>();
-  /** Write transactions run on this connection (SQLite's data_version does not count them). */
-  private localWrites = 0;
-  /** Commits by any connection, read from the WAL index (file databases in WAL mode). */
-  private walWatch?: WalIndexWatch;
-  /** The fallback: `PRAGMA data_version` (commits by other connections). */
-  private dataVersion?: Database.Statement;
-  /** A server's checkpoints off the request path (see WalMaintenance). */
-  private wal?: WalMaintenance;
-  readonly location: string;
+/** A write refers to a row another transaction deleted meanwhile (a route's edge). */
+export class ParentMissing extends Error {}
 
-  private constructor(db: Database.Database, location: string) {
-    this.db = db;
-    this.location = location;
-  }
+/**
+ * The database cannot be reached right now (restarting, failing over, out of connections): the
+ * request changed nothing it acknowledged and may be retried; the service answers 503.
+ */
+export class StoreUnavailable extends Error {}
 
-  /**
-   * Opens (creating and migrating as needed) the database of a data directory, or ":memory:".
-   * `backgroundCheckpoints` is for long-lived servers: WAL checkpoints run on a worker thread
-   * instead of inside the commits that cross SQLite's threshold (see Checkpointer).
-   */
-  static open(dataDir: string, opts: StoreOptions = {}): Store {
-    const location = dataDir === ":memory:" ? ":memory:" : join(resolve(dataDir), "edge.db");
-    if (location !== ":memory:") mkdirSync(resolve(dataDir), { recursive: true });
-    const db = new Database(location);
-    db.pragma("busy_timeout = 10000");
-    if (location !== ":memory:") {
-      db.pragma("journal_mode = WAL");
-      db.pragma("synchronous = NORMAL");
-    }
-    db.pragma("foreign_keys = ON");
-    // 16 MiB of page cache (SQLite's default is 2): with 10,000 routes, a PATCH of a random one
-    // otherwise reads its pages from the OS, 1.6× the time it takes among 100 (BENCHMARKS.md).
-    db.pragma("cache_size = -16384");
-    const store = new Store(db, location);
-    store.migrate();
-    // After the first transaction, so the -shm file exists (it lives as long as our connection).
-    if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
-    if (opts.backgroundCheckpoints && store.walWatch) {
-      store.wal = new WalMaintenance(db, location, { rewindWalAbovePages: opts.rewindWalAbovePages });
-    }
-    return store;
-  }
+/** The data tables, in an order that respects their references (parents first). */
+export const DATA_TABLES = [
+  "edges",
+  "routes",
+  "route_saml_keys",
+  "tls_ip_restrictions",
+  "idempotency_keys",
+] as const;
+export type DataTable = (typeof DATA_TABLES)[number];
+/** Every row of every data table, columns as stored (JSON columns as text). */
+export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
 
-  /**
-   * Brings the schema up to date in one transaction. A migration may rebuild a table (SQLite's
-   * documented procedure): foreign keys must be off while it does, or dropping the old table would
-   * cascade into its children, and the pragma only takes effect outside a transaction. So they are
-   * off for the whole of it, and checked before the commit.
-   */
-  private migrate(): void {
-    this.db.pragma("foreign_keys = OFF");
-    try {
-      this.write(() => {
-        this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-        const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
-        const current = row ? Number(row.value) : 0;
-        if (current > SCHEMA_VERSION) {
-          throw new Error(
-            `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
-          );
-        }
-        if (current === SCHEMA_VERSION) return;
-        for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
-        const broken = this.db.pragma("foreign_key_check") as unknown[];
-        if (broken.length > 0) {
-          throw new Error(
-            `migrating the data directory to schema ${SCHEMA_VERSION} broke ${broken.length} references (${JSON.stringify(broken[0])}); nothing was changed`,
-          );
-        }
-        this.sql(
-          "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        ).run(String(SCHEMA_VERSION));
-      });
-    } finally {
-      this.db.pragma("foreign_keys = ON");
-    }
-  }
-
-  /**
-   * The statement for `source`, prepared once per connection and reused: preparing costs several
-   * times more than running these small queries, and every statement left to the garbage
-   * collector holds native memory until it is finalized.
-   */
-  private sql(source: string): Database.Statement {
-    let statement = this.statements.get(source);
-    if (statement === undefined) {
-      statement = this.db.prepare(source);
-      this.statements.set(source, statement);
-    }
-    return statement;
-  }
-
-  /** Runs `fn` in one write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. */
-  write<T>(fn: () => T): T {
-    try {
-      return this.db.transaction(fn).immediate();
-    } finally {
-      this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
-      this.wal?.afterWrite();
-    }
-  }
-
-  /**
-   * A number that moves whenever committed data may have changed since it was last read, whoever
-   * wrote: the WAL index (or, without one, `PRAGMA data_version`) counts the commits of other
-   * connections, other processes sharing the data directory included, and `localWrites` those of
-   * this one. Both only grow, so their sum changes whenever either does.
-   */
-  changeCounter(): number {
-    return this.externalCommits() + this.localWrites;
-  }
-
-  private externalCommits(): number {
-    if (this.walWatch) return this.walWatch.generationNow();
-    this.dataVersion ??= this.db.prepare("PRAGMA data_version").raw(true);
-    return (this.dataVersion.get() as [number])[0];
-  }
-
-  /** Runs `fn` against one consistent snapshot. */
-  read<T>(fn: () => T): T {
-    return this.db.transaction(fn).deferred();
-  }
-
-  close(): void {
-    this.wal?.stop();
-    this.walWatch?.close();
-    this.db.close();
-  }
-
-  // ------------------------------------------------------------------ edges
-
-  insertEdge(e: Omit<EdgeRow, "seq">): void {
-    this.sql(
-      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-    ).run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
-  }
-
-  getEdge(kind: EdgeKind, id: string): EdgeRow | undefined {
-    const r = this.sql("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as Raw | undefined;
-    return r ? edgeFromRaw(r) : undefined;
-  }
-
+/** The operations of one transaction. */
+export interface StoreTx {
+  insertEdge(e: Omit<EdgeRow, "seq">): Promise<void>;
+  getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined>;
   /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
-  listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): EdgeRow[] {
-    const rows = this.sql("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
-      kind,
-      beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    ) as Raw[];
-    return rows.map(edgeFromRaw);
-  }
+  listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]>;
+  deleteEdge(kind: EdgeKind, id: string): Promise<boolean>;
 
-  deleteEdge(kind: EdgeKind, id: string): boolean {
-    return this.sql("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
-  }
-
-  // ------------------------------------------------------------------ routes
-
-  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
-  insertRoute(r: Omit<RouteRow, "seq">): number {
-    try {
-      return Number(
-        this.sql(
-          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        ).run(
-          r.id,
-          r.edge_id,
-          r.match_type,
-          r.match,
-          r.description,
-          r.metadata,
-          r.created_at,
-          JSON.stringify(r.modules),
-        ).lastInsertRowid,
-      );
-    } catch (e) {
-      throw isUniqueViolation(e) ? new UniqueViolation() : e;
-    }
-  }
-
-  getRoute(edgeId: string, id: string): RouteRow | undefined {
-    const r = this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
-      Raw | undefined;
-    return r ? routeFromRaw(r) : undefined;
-  }
-
-  listRoutes(edgeId: string, limit: number, beforeSeq?: number): RouteRow[] {
-    const rows = this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
-      edgeId,
-      beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    ) as Raw[];
-    return rows.map(routeFromRaw);
-  }
-
+  /** Inserts a route; returns its seq (greater than any stored: the newest sorts first). */
+  insertRoute(r: Omit<RouteRow, "seq">): Promise<number>;
+  /** In a write transaction, also locks the route until the transaction ends. */
+  getRoute(edgeId: string, id: string): Promise<RouteRow | undefined>;
+  listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]>;
   /** Writes a route's fields and its whole set of modules (one row). */
-  updateRoute(id: string, c: RouteChanges): void {
-    try {
-      this.sql(
-        "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
-      ).run(c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id);
-    } catch (e) {
-      throw isUniqueViolation(e) ? new UniqueViolation() : e;
-    }
-  }
+  updateRoute(id: string, c: RouteChanges): Promise<void>;
+  deleteRoute(edgeId: string, id: string): Promise<boolean>;
 
-  deleteRoute(edgeId: string, id: string): boolean {
-    return this.sql("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
-  }
+  getSamlCertificates(routeIds: string[]): Promise<Map<string, string>>;
+  /** Stores a route's signing key pair unless it has one. */
+  putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void>;
 
-  // ------------------------------------------------------------------ SAML signing keys
+  getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>>;
+  putTlsRestriction(edgeId: string, config: unknown): Promise<void>;
+  deleteTlsRestriction(edgeId: string): Promise<boolean>;
 
-  getSamlCertificates(routeIds: string[]): Map<string, string> {
-    const out = new Map<string, string>();
-    if (routeIds.length === 0) return out;
-    const rows = this.sql(
-      `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-    ).all(...routeIds) as Raw[];
-    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
-    return out;
-  }
-
-  putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): void {
-    this.sql(
-      "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
-    ).run(routeId, certificatePem, privateKeyPem);
-  }
-
-  // ------------------------------------------------------------------ TLS IP restriction
-
-  getTlsRestrictions(edgeIds: string[]): Map<string, unknown> {
-    const out = new Map<string, unknown>();
-    if (edgeIds.length === 0) return out;
-    const rows = this.sql(
-      `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
-    ).all(...edgeIds) as Raw[];
-    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
-    return out;
-  }
-
-  putTlsRestriction(edgeId: string, config: unknown): void {
-    this.sql(
-      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-    ).run(edgeId, JSON.stringify(config));
-  }
-
-  deleteTlsRestriction(edgeId: string): boolean {
-    return this.sql("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
-  }
-
-  // ------------------------------------------------------------------ idempotency keys
-
-  getIdempotent(key: string): { request: string; response: string } | undefined {
-    return this.sql("SELECT request, response FROM idempotency_keys WHERE key = ?").get(key) as
-      { request: string; response: string } | undefined;
-  }
-
+  /**
+   * Holds every other writer of `key` (in any process) off until this transaction ends, so that
+   * of two creates with one `Idempotency-Key`, the second sees what the first remembered.
+   */
+  lockIdempotencyKey(key: string): Promise<void>;
+  getIdempotent(key: string): Promise<IdempotentAnswer | undefined>;
   /** Remembers the answer to a create; forgets keys older than `forgetBefore` (ISO time). */
   putIdempotent(
     key: string,
@@ -397,18 +105,29 @@ export class Store {
     response: string,
     createdAt: string,
     forgetBefore: string,
-  ): void {
-    this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(forgetBefore);
-    this.sql("INSERT INTO idempotency_keys (key, request, response, created_at) VALUES (?, ?, ?, ?)").run(
-      key,
-      request,
-      response,
-      createdAt,
-    );
-  }
+  ): Promise<void>;
 }
 
-function isUniqueViolation(e: unknown): boolean {
-  const err = e as { code?: string; message?: string };
-  return err?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(String(err?.message));
+export interface Store {
+  readonly kind: "sqlite" | "postgres";
+  /** Where the data is, for people: a database file, or a PostgreSQL URL without its password. */
+  readonly location: string;
+  /** Runs `fn` in one write transaction: all of it is stored, or nothing. */
+  write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /** Runs `fn` against one consistent snapshot. */
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /**
+   * A value that changes whenever committed data may have changed since it was last read, whoever
+   * wrote (this process, another process, another replica); compared with `!==`. Read before a
+   * render, it is never newer than the data rendered (see ResponseCache).
+   */
+  changeCounter(): number | string | Promise<number | string>;
+  /** Every row of every data table: `edge-service migrate` copies it, tests compare it. */
+  dump(): Promise<StoreDump>;
+  /**
+   * Writes a dump into an empty store in one transaction (`edge-service migrate`); refuses a
+   * store that holds data.
+   */
+  load(dump: StoreDump): Promise<void>;
+  close(): void | Promise<void>;
 }

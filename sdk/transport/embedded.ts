@@ -23,9 +23,9 @@ export function embeddedTransport(opts: EmbeddedTransportOptions): Transport {
   const key = opts.dataDir === ":memory:" ? `:memory:${apps.size}` : resolve(opts.dataDir);
   let entry = opts.dataDir === ":memory:" ? undefined : apps.get(key);
   if (!entry) {
-    const { Store } = require("../service/store") as typeof import("../service/store");
+    const { SqliteStore } = require("../service/store-sqlite") as typeof import("../service/store-sqlite");
     const { createEdgeApp } = require("../service/app") as typeof import("../service/app");
-    const store = Store.open(opts.dataDir);
+    const store = SqliteStore.open(opts.dataDir);
     const app = createEdgeApp({ store });
     entry = { store, fetch: (req) => app.fetch(req) };
     apps.set(key, entry);
@@ -36,6 +36,6 @@ export function embeddedTransport(opts: EmbeddedTransportOptions): Transport {
 
 /** Closes every embedded database opened by this process (tests, graceful exits). */
 export function closeEmbeddedStores(): void {
-  for (const { store } of apps.values()) store.close();
+  for (const { store } of apps.values()) void store.close();
   apps.clear();
 }

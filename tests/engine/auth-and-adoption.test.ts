@@ -57,10 +57,10 @@ let routeRef: { edgeId: string; id: string } | undefined;
 beforeAll(async () => {
   ws = workspace("spec-program", "auth");
   server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-auth-")));
-  server.afterMutation.push(() => {
+  server.afterMutation.push(async () => {
     if (!routeRef) return;
     try {
-      states.push(server.service.getRoute(routeRef.edgeId, routeRef.id, { baseUrl: server.url }));
+      states.push(await server.service.getRoute(routeRef.edgeId, routeRef.id, { baseUrl: server.url }));
     } catch {
       // route deleted: nothing is exposed
     }

@@ -9,7 +9,8 @@ import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES, ROUTE_MODULE_NAMES } from "../../sdk/contract";
 import { createEdgeApp } from "../../sdk/service/app";
 import { startServer } from "../../sdk/service/server";
-import { Store } from "../../sdk/service/store";
+import type { Store } from "../../sdk/service/store";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { expectErrorBody, makeTempDir, moduleSample, raw, removeDir } from "./helpers";
 
@@ -43,7 +44,7 @@ async function overHttp(opts: AppOptions): Promise<AuthFixture> {
 /** The same app called in this process through its fetch. */
 async function inProcess(opts: AppOptions): Promise<AuthFixture> {
   const dataDir = makeTempDir("auth-app");
-  const store = Store.open(dataDir);
+  const store = SqliteStore.open(dataDir);
   const app = createEdgeApp({ store, ...opts });
   return {
     transport: { baseUrl: "http://in-process.test", send: async (req) => app.fetch(req) },

@@ -7,7 +7,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { Checkpointer } from "../../sdk/service/checkpointer";
 import { EdgeService } from "../../sdk/service/service";
-import { Store } from "../../sdk/service/store";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { makeTempDir, removeDir } from "./helpers";
 
 const size = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);
@@ -33,7 +33,7 @@ function route(i: number) {
 
 describe("background checkpoints", () => {
   let dir: string;
-  let store: Store | undefined;
+  let store: SqliteStore | undefined;
   beforeEach(() => {
     dir = makeTempDir("checkpoints");
   });
@@ -44,30 +44,30 @@ describe("background checkpoints", () => {
   });
 
   it("copy committed writes into the database file, off the writer's connection", async () => {
-    store = Store.open(dir, { backgroundCheckpoints: true });
+    store = SqliteStore.open(dir, { backgroundCheckpoints: true });
     const db = path.join(dir, "edge.db");
     const service = new EdgeService(store);
     const ctx = { baseUrl: "http://edge.test" };
-    const edge = service.createEdge("https", {}, ctx);
+    const edge = await service.createEdge("https", {}, ctx);
     const before = size(db);
-    for (let i = 0; i < 300; i++) service.createRoute(edge.id, route(i), ctx);
+    for (let i = 0; i < 300; i++) await service.createRoute(edge.id, route(i), ctx);
     // The writing connection never checkpoints (autocheckpoint is off): only the worker can grow
     // the database file.
     await until("the database file holds the routes", () => size(db) > before + 100 * 1024);
-    expect(service.listRoutes(edge.id, { limit: "1" }, ctx).routes).toHaveLength(1);
+    expect((await service.listRoutes(edge.id, { limit: "1" }, ctx)).routes).toHaveLength(1);
   });
 
   it("start the WAL over once it passes its bound, so it does not grow under steady writes", async () => {
-    store = Store.open(dir, { backgroundCheckpoints: true, rewindWalAbovePages: 64 });
+    store = SqliteStore.open(dir, { backgroundCheckpoints: true, rewindWalAbovePages: 64 });
     const wal = path.join(dir, "edge.db-wal");
     const service = new EdgeService(store);
     const ctx = { baseUrl: "http://edge.test" };
-    const edge = service.createEdge("https", {}, ctx);
+    const edge = await service.createEdge("https", {}, ctx);
     const bound = 64 * 4096;
     let largest = 0;
     let smallestOnceFull = Infinity;
     for (let i = 0; i < 1500; i++) {
-      service.createRoute(edge.id, route(i), ctx);
+      await service.createRoute(edge.id, route(i), ctx);
       largest = Math.max(largest, size(wal));
       if (largest > bound) smallestOnceFull = Math.min(smallestOnceFull, size(wal));
       if (i % 25 === 0) await sleep(5); // let the worker's reports in, as a server's event loop does
@@ -79,18 +79,18 @@ describe("background checkpoints", () => {
     // Started over means rewritten from the start: the file keeps its length (cutting it costs
     // the event loop milliseconds on every rewind).
     expect(smallestOnceFull).toBeGreaterThan(bound);
-    expect(service.listRoutes(edge.id, { limit: "100" }, ctx).routes).toHaveLength(100);
+    expect((await service.listRoutes(edge.id, { limit: "100" }, ctx)).routes).toHaveLength(100);
   });
 
-  it("bound the WAL even for a caller that writes in a loop without ever yielding", () => {
-    store = Store.open(dir, { backgroundCheckpoints: true });
+  it("bound the WAL even for a caller that writes in a loop without ever yielding", async () => {
+    store = SqliteStore.open(dir, { backgroundCheckpoints: true });
     const wal = path.join(dir, "edge.db-wal");
     const service = new EdgeService(store);
     const ctx = { baseUrl: "http://edge.test" };
-    const edge = service.createEdge("https", {}, ctx);
+    const edge = await service.createEdge("https", {}, ctx);
     let largest = 0;
     for (let i = 0; i < 3000; i++) {
-      service.createRoute(edge.id, route(i), ctx);
+      await service.createRoute(edge.id, route(i), ctx);
       largest = Math.max(largest, size(wal));
     }
     // No report of the worker can arrive in this loop; without the writer's own checkpoint every

@@ -3,9 +3,11 @@
  * scale (per-request work must not grow with the number of stored routes) — over real HTTP and
  * in-process.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, type RouteModuleName } from "../../sdk/contract";
-import { Store } from "../../sdk/service/store";
+import type { StoreTx } from "../../sdk/service/store";
+import { PgTx } from "../../sdk/service/store-postgres";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { COMPATIBLE_MODULES, FIXTURES, type Fixture, IDP_METADATA, raw } from "./helpers";
 
 /** A request body for `module` whose content is determined by `tag` (so each round is distinguishable). */
@@ -177,7 +179,7 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     expect(list.routes[0]!.description).toBe(created[0]!.json.description);
     // Nothing stored from the losers: one row, with the winner's one module.
     const routeRows = JSON.parse(
-      fingerprint(fx.store)
+      (await storeFingerprint(fx.store))
         .split("\n")
         .find((l) => l.startsWith("routes:"))!
         .slice("routes:".length),
@@ -209,9 +211,11 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     }
     const newestFirst = [...ids].reverse();
 
-    const getRoute = jest.spyOn(Store.prototype, "getRoute");
-    const getSaml = jest.spyOn(Store.prototype, "getSamlCertificates");
-    const listRoutes = jest.spyOn(Store.prototype, "listRoutes");
+    // The transaction handle of the fixture's store, whichever store it is.
+    const tx: StoreTx = fx.store.kind === "sqlite" ? SqliteStore.prototype : PgTx.prototype;
+    const getRoute = jest.spyOn(tx, "getRoute");
+    const getSaml = jest.spyOn(tx, "getSamlCertificates");
+    const listRoutes = jest.spyOn(tx, "listRoutes");
     try {
       // One route: its own rows only.
       const target = ids[137]!;

@@ -2,7 +2,8 @@
  * Shared fixtures of the service tests: the same suite runs over real HTTP (a `startServer` on an
  * ephemeral port) and in-process (`embeddedTransport`), against a database in a temp directory.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
+import { sharedCluster } from "../support/postgres";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -14,7 +15,8 @@ import {
   type RouteModuleName,
 } from "../../sdk/contract";
 import { startServer } from "../../sdk/service/server";
-import { Store } from "../../sdk/service/store";
+import type { Store } from "../../sdk/service/store";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { closeEmbeddedStores, embeddedTransport, httpTransport, type Transport } from "../../sdk/transport";
 
 export function makeTempDir(label: string): string {
@@ -26,7 +28,7 @@ export function removeDir(dir: string): void {
 }
 
 export interface Fixture {
-  kind: "http" | "embedded";
+  kind: "http" | "embedded" | "postgres";
   /** Origin every Ref and uri of this fixture is built on. */
   baseUrl: string;
   transport: Transport;
@@ -60,7 +62,7 @@ export async function httpFixture(): Promise<Fixture> {
 export async function embeddedFixture(): Promise<Fixture> {
   const dataDir = makeTempDir("embedded");
   const transport = embeddedTransport({ dataDir });
-  const store = Store.open(dataDir);
+  const store = SqliteStore.open(dataDir);
   return {
     kind: "embedded",
     baseUrl: transport.baseUrl,
@@ -76,10 +78,38 @@ export async function embeddedFixture(): Promise<Fixture> {
   };
 }
 
-/** For `describe.each`: the same tests over both transports. */
+/**
+ * The service on a real socket on the PostgreSQL store: a fresh database of this test file's
+ * throwaway cluster (tests/support/postgres.ts).
+ */
+export async function postgresFixture(): Promise<Fixture> {
+  const cluster = await sharedCluster();
+  const databaseUrl = await cluster.createDatabase();
+  const dataDir = makeTempDir("pg");
+  const server = await startServer({ dataDir, databaseUrl, port: 0 });
+  const transport = httpTransport({ baseUrl: server.url, retries: 0, timeoutMs: 60_000 });
+  return {
+    kind: "postgres",
+    baseUrl: server.url,
+    transport,
+    client: new EdgeClient(transport),
+    store: server.store,
+    dataDir,
+    async close() {
+      await server.close();
+      removeDir(dataDir);
+    },
+  };
+}
+
+/**
+ * For `describe.each`: the same tests over both transports on SQLite, and over HTTP on
+ * PostgreSQL (the store matrix: one suite, both stores).
+ */
 export const FIXTURES: Array<[string, () => Promise<Fixture>]> = [
   ["over HTTP", httpFixture],
   ["in-process (embedded transport)", embeddedFixture],
+  ["over HTTP on PostgreSQL", postgresFixture],
 ];
 
 // ---------------------------------------------------------------- raw requests
@@ -219,14 +249,14 @@ export async function expectRejected(
     args.length === 1
       ? args[0]
       : { method: args[0], path: args[1], ...args[2], status: args[3], code: args[4], field: args[5] };
-  const before = fingerprint(fx.store);
+  const before = await storeFingerprint(fx.store);
   const res = await raw(fx.transport, r.method, r.path, {
     body: r.body,
     contentType: r.contentType,
     headers: r.headers,
   });
   expectErrorBody(res, r.status, r.code, r.field);
-  expect(fingerprint(fx.store)).toBe(before);
+  expect(await storeFingerprint(fx.store)).toBe(before);
   return res;
 }
 

@@ -8,7 +8,7 @@ import * as path from "node:path";
 import Database from "libsql";
 import type { Route } from "../../sdk/contract";
 import { EdgeService } from "../../sdk/service/service";
-import { MIGRATIONS, SCHEMA_VERSION, Store } from "../../sdk/service/store";
+import { MIGRATIONS, SCHEMA_VERSION, SqliteStore } from "../../sdk/service/store-sqlite";
 import { IDP_METADATA, makeTempDir, removeDir } from "./helpers";
 
 const ctx = { baseUrl: "http://edge.test" };
@@ -37,14 +37,22 @@ const BODIES = {
  * sequence is ahead of the rows), modules in `route_modules`, a SAML key pair. The module rows
  * hold the canonical configurations of today's service, as the old one stored them.
  */
-function writeSchema2(dir: string, corruptModule = false) {
-  const reference = Store.open(":memory:");
+async function writeSchema2(dir: string, corruptModule = false) {
+  const reference = SqliteStore.open(":memory:");
   const service = new EdgeService(reference);
-  const edge = service.createEdge("https", { description: "old", hostports: ["old.example.com:443"] }, ctx);
-  const expected = Object.fromEntries(
-    Object.entries(BODIES).map(([k, body]) => [k, service.createRoute(edge.id, body, ctx)]),
-  ) as Record<keyof typeof BODIES, Route>;
-  const modulesOf = (r: Route) => reference.getRoute(edge.id, r.id)!.modules;
+  const edge = await service.createEdge(
+    "https",
+    { description: "old", hostports: ["old.example.com:443"] },
+    ctx,
+  );
+  const expected = {} as Record<keyof typeof BODIES, Route>;
+  for (const [k, body] of Object.entries(BODIES)) {
+    expected[k as keyof typeof BODIES] = await service.createRoute(edge.id, body, ctx);
+  }
+  const stored = new Map<string, Record<string, unknown>>();
+  for (const r of Object.values(expected))
+    stored.set(r.id, (await reference.getRoute(edge.id, r.id))!.modules);
+  const modulesOf = (r: Route) => stored.get(r.id)!;
 
   const db = new Database(path.join(dir, "edge.db"));
   db.pragma("journal_mode = WAL");
@@ -89,7 +97,7 @@ const column = (db: Database.Database, sql: string) =>
 
 describe("schema migrations", () => {
   let dir: string;
-  let store: Store | undefined;
+  let store: SqliteStore | undefined;
   beforeEach(() => {
     dir = makeTempDir("migrations");
   });
@@ -99,23 +107,23 @@ describe("schema migrations", () => {
     removeDir(dir);
   });
 
-  test("schema 2 → current: every route, module and SAML key carried over, order kept", () => {
-    const { edgeId, expected } = writeSchema2(dir);
-    store = Store.open(dir);
+  test("schema 2 → current: every route, module and SAML key carried over, order kept", async () => {
+    const { edgeId, expected } = await writeSchema2(dir);
+    store = SqliteStore.open(dir);
     const service = new EdgeService(store);
 
-    const list = service.listRoutes(edgeId, {}, ctx);
+    const list = await service.listRoutes(edgeId, {}, ctx);
     expect(list.routes).toEqual([expected.c, expected.b, expected.a]); // newest first, rendered alike
     // A new route still sorts first, though schema 2's sequence had moved past a deleted one.
-    const d = service.createRoute(edgeId, { match_type: "exact_path", match: "/d" }, ctx);
-    expect(service.listRoutes(edgeId, { limit: "2" }, ctx).routes.map((r) => r.id)).toEqual([
+    const d = await service.createRoute(edgeId, { match_type: "exact_path", match: "/d" }, ctx);
+    expect((await service.listRoutes(edgeId, { limit: "2" }, ctx)).routes.map((r) => r.id)).toEqual([
       d.id,
       expected.c.id,
     ]);
     // The migrated route behaves like any other: a module replaced, another deleted.
-    service.updateRoute(edgeId, expected.a.id, { compression: { enabled: false } }, ctx);
-    service.deleteModule(edgeId, expected.a.id, "backend");
-    const a = service.getRoute(edgeId, expected.a.id, ctx);
+    await service.updateRoute(edgeId, expected.a.id, { compression: { enabled: false } }, ctx);
+    await service.deleteModule(edgeId, expected.a.id, "backend");
+    const a = await service.getRoute(edgeId, expected.a.id, ctx);
     expect([a.compression, a.backend, a.circuit_breaker]).toEqual([
       { enabled: false },
       null,
@@ -137,27 +145,27 @@ describe("schema migrations", () => {
     }
   });
 
-  test("after a migration, foreign keys are enforced again (an edge's delete cascades)", () => {
-    const { edgeId, expected } = writeSchema2(dir);
-    store = Store.open(dir);
+  test("after a migration, foreign keys are enforced again (an edge's delete cascades)", async () => {
+    const { edgeId, expected } = await writeSchema2(dir);
+    store = SqliteStore.open(dir);
     const service = new EdgeService(store);
-    expect(() =>
-      store!.insertRoute({
+    await expect(
+      store.insertRoute({
         ...expected.c,
         id: "rt_orphan",
         edge_id: "edghts_missing",
         match: "/o",
         modules: {},
       }),
-    ).toThrow(/FOREIGN KEY/);
-    service.deleteEdge("https", edgeId);
+    ).rejects.toThrow(/FOREIGN KEY/);
+    await service.deleteEdge("https", edgeId);
     expect(fingerprint(store)).toBe(
       ["edges:[]", "routes:[]", "route_saml_keys:[]", "tls_ip_restrictions:[]"].join("\n"),
     );
   });
 
-  test("a migration that fails changes nothing, and says why", () => {
-    writeSchema2(dir, true); // a module row that is not JSON
+  test("a migration that fails changes nothing, and says why", async () => {
+    await writeSchema2(dir, true); // a module row that is not JSON
     const before = raw(dir);
     const tables = () => column(before, "SELECT name FROM sqlite_master ORDER BY name");
     const snapshot = {
@@ -165,7 +173,7 @@ describe("schema migrations", () => {
       routes: before.prepare("SELECT * FROM routes ORDER BY seq").all(),
       modules: before.prepare("SELECT * FROM route_modules ORDER BY route_id, name").all(),
     };
-    expect(() => Store.open(dir)).toThrow(/JSON/);
+    expect(() => SqliteStore.open(dir)).toThrow(/JSON/);
     expect({
       tables: tables(),
       routes: before.prepare("SELECT * FROM routes ORDER BY seq").all(),
@@ -176,12 +184,12 @@ describe("schema migrations", () => {
   });
 
   test("a data directory written by a newer version is refused, untouched", () => {
-    store = Store.open(dir);
+    store = SqliteStore.open(dir);
     store.close();
     store = undefined;
     const db = raw(dir);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
-    expect(() => Store.open(dir)).toThrow(
+    expect(() => SqliteStore.open(dir)).toThrow(
       `the data directory was written by a newer edge-service (schema ${SCHEMA_VERSION + 1} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
     );
     expect(column(db, "SELECT value FROM meta WHERE key = 'schema_version'")[0]).toBe(

@@ -3,7 +3,7 @@
  * 404/405, and the wire rules of gaps.md (413, 415, bad JSON, non-object, bad UTF-8) —
  * the same suite over real HTTP and in-process.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, OPERATION_ID_HEADER } from "../../sdk/contract";
 import {
   expectApiError,
@@ -80,9 +80,9 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       expect(del.headers.get(OPERATION_ID_HEADER)).toMatch(/^op_/);
       await expectApiError(fx.client.getHttpsEdge(edge.id), 404, E.notFound.code);
       await expectApiError(fx.client.getRoute(edge.id, r1.id), 404, E.notFound.code);
-      expect(fingerprint(fx.store)).not.toContain(r1.id);
-      expect(fingerprint(fx.store)).not.toContain(r2.id);
-      expect(fingerprint(fx.store)).not.toContain(edge.id);
+      expect(await storeFingerprint(fx.store)).not.toContain(r1.id);
+      expect(await storeFingerprint(fx.store)).not.toContain(r2.id);
+      expect(await storeFingerprint(fx.store)).not.toContain(edge.id);
       await expectRejected(fx, {
         method: "DELETE",
         path: `/edges/https/${edge.id}`,
@@ -275,7 +275,7 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
       // Deleting the edge deletes its module with it.
       await fx.client.putTlsIpRestriction(edge.id, { ip_policy_ids: ["p1"] });
       await fx.client.deleteTlsEdge(edge.id);
-      expect(fingerprint(fx.store)).not.toContain(edge.id);
+      expect(await storeFingerprint(fx.store)).not.toContain(edge.id);
     });
 
     describe("invalid ip_restriction bodies change nothing", () => {

@@ -6,71 +6,107 @@
 import { execFileSync } from "node:child_process";
 import { createEdgeApp } from "../../sdk/service/app";
 import { ResponseCache } from "../../sdk/service/response-cache";
-import { Store } from "../../sdk/service/store";
+import type { Store } from "../../sdk/service/store";
+import { PostgresStore } from "../../sdk/service/store-postgres";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { sharedCluster } from "../support/postgres";
 import { CLI, ensureBuilt } from "../support/edge-service";
 import { makeTempDir, removeDir } from "./helpers";
 
 describe("ResponseCache", () => {
-  it("renders once while the counter stands still, again as soon as it moves", () => {
+  it("renders once while the counter stands still, again as soon as it moves", async () => {
     let counter = 1;
     let renders = 0;
     const cache = new ResponseCache(() => counter, 1_000);
-    const render = () => ({ n: ++renders });
-    expect(String(cache.json("/a", render))).toBe('{"n":1}');
-    expect(String(cache.json("/a", render))).toBe('{"n":1}');
+    const render = async () => ({ n: ++renders });
+    expect(String(await cache.json("/a", render))).toBe('{"n":1}');
+    expect(String(await cache.json("/a", render))).toBe('{"n":1}');
     counter++;
-    expect(String(cache.json("/a", render))).toBe('{"n":2}');
+    expect(String(await cache.json("/a", render))).toBe('{"n":2}');
     expect(renders).toBe(2);
   });
 
-  it("keeps nothing when rendering throws", () => {
-    const cache = new ResponseCache(() => 0, 1_000);
-    expect(() =>
-      cache.json("/a", () => {
-        throw new Error("not found");
-      }),
-    ).toThrow("not found");
-    // Nothing was kept for "/a": the next GET renders.
-    expect(String(cache.json("/a", () => ({ ok: true })))).toBe('{"ok":true}');
+  it("takes an asynchronous counter (PostgreSQL's) alike", async () => {
+    let counter = "1:1:";
+    let renders = 0;
+    const cache = new ResponseCache(async () => counter, 1_000);
+    const render = async () => ({ n: ++renders });
+    await cache.json("/a", render);
+    await cache.json("/a", render);
+    counter = "1:2:";
+    expect(String(await cache.json("/a", render))).toBe('{"n":2}');
+    expect(renders).toBe(2);
   });
 
-  it("stays within its bound, dropping the oldest entries first", () => {
+  it("does not keep a body under a counter that moved while it was rendered", async () => {
+    let counter = 1;
+    let renders = 0;
+    const cache = new ResponseCache(() => counter, 1_000);
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    // A slow render of the data as of counter 1...
+    const slow = cache.json("/a", async () => {
+      await gate;
+      return { n: ++renders, old: true };
+    });
+    // ...meanwhile a write (counter 2) and another GET, which renders the new data.
+    await Promise.resolve();
+    counter = 2;
+    expect(String(await cache.json("/b", async () => ({ b: ++renders })))).toBe('{"b":1}');
+    release();
+    expect(String(await slow)).toBe('{"n":2,"old":true}');
+    // The old body was not kept under counter 2: "/a" renders afresh.
+    expect(String(await cache.json("/a", async () => ({ n: ++renders })))).toBe('{"n":3}');
+  });
+
+  it("keeps nothing when rendering throws", async () => {
+    const cache = new ResponseCache(() => 0, 1_000);
+    await expect(
+      cache.json("/a", async () => {
+        throw new Error("not found");
+      }),
+    ).rejects.toThrow("not found");
+    // Nothing was kept for "/a": the next GET renders.
+    expect(String(await cache.json("/a", async () => ({ ok: true })))).toBe('{"ok":true}');
+  });
+
+  it("stays within its bound, dropping the oldest entries first", async () => {
     const cache = new ResponseCache(() => 0, 50); // each entry: 2 (key) + 12 (body) bytes
     let renders = 0;
-    const render = () => ({ v: `${++renders}`.padStart(4, "0") }); // {"v":"0001"}
-    for (const key of ["/1", "/2", "/3", "/4"]) cache.json(key, render);
+    const render = async () => ({ v: `${++renders}`.padStart(4, "0") }); // {"v":"0001"}
+    for (const key of ["/1", "/2", "/3", "/4"]) await cache.json(key, render);
     expect(renders).toBe(4);
-    cache.json("/4", render); // kept
-    cache.json("/3", render); // kept
+    await cache.json("/4", render); // kept
+    await cache.json("/3", render); // kept
     expect(renders).toBe(4);
-    cache.json("/1", render); // dropped (the oldest): rendered again, and "/2" makes room for it
+    await cache.json("/1", render); // dropped (the oldest): rendered again, and "/2" makes room for it
     expect(renders).toBe(5);
-    cache.json("/2", render);
+    await cache.json("/2", render);
     expect(renders).toBe(6);
     let bigRenders = 0;
-    const big = () => ({ v: "x".repeat(100), n: ++bigRenders });
-    expect(String(cache.json("/big", big))).toContain("xxx"); // larger than the bound: served, not kept
-    cache.json("/big", big);
+    const big = async () => ({ v: "x".repeat(100), n: ++bigRenders });
+    expect(String(await cache.json("/big", big))).toContain("xxx"); // larger than the bound: served, not kept
+    await cache.json("/big", big);
     expect(bigRenders).toBe(2);
   });
 
-  it("with a bound of 0 renders every time", () => {
+  it("with a bound of 0 renders every time", async () => {
     let renders = 0;
     const cache = new ResponseCache(() => 0, 0);
-    cache.json("/a", () => ++renders);
-    cache.json("/a", () => ++renders);
+    await cache.json("/a", async () => ++renders);
+    await cache.json("/a", async () => ++renders);
     expect(renders).toBe(2);
   });
 });
 
 describe("Store.changeCounter", () => {
   let dir: string;
-  let a: Store;
-  let b: Store;
+  let a: SqliteStore;
+  let b: SqliteStore;
   beforeEach(() => {
     dir = makeTempDir("counter");
-    a = Store.open(dir);
-    b = Store.open(dir);
+    a = SqliteStore.open(dir);
+    b = SqliteStore.open(dir);
   });
   afterEach(() => {
     a.close();
@@ -87,21 +123,21 @@ describe("Store.changeCounter", () => {
     created_at: new Date().toISOString(),
   });
 
-  it("stands still while nothing is committed", () => {
+  it("stands still while nothing is committed", async () => {
     const before = a.changeCounter();
-    a.read(() => a.listEdges("https", 10));
+    await a.read((tx) => tx.listEdges("https", 10));
     expect(a.changeCounter()).toBe(before);
   });
 
-  it("moves on a commit of its own connection", () => {
+  it("moves on a commit of its own connection", async () => {
     const before = a.changeCounter();
-    a.write(() => a.insertEdge(edge("edghts_own")));
+    await a.write((tx) => tx.insertEdge(edge("edghts_own")));
     expect(a.changeCounter()).not.toBe(before);
   });
 
-  it("moves on a commit of another connection", () => {
+  it("moves on a commit of another connection", async () => {
     const before = a.changeCounter();
-    b.write(() => b.insertEdge(edge("edghts_other")));
+    await b.write((tx) => tx.insertEdge(edge("edghts_other")));
     expect(a.changeCounter()).not.toBe(before);
   });
 
@@ -121,31 +157,54 @@ describe("Store.changeCounter", () => {
     expect(a.changeCounter()).not.toBe(before);
   });
 
-  it("works for an in-memory database (no WAL index to read)", () => {
-    const mem = Store.open(":memory:");
+  it("works for an in-memory database (no WAL index to read)", async () => {
+    const mem = SqliteStore.open(":memory:");
     const before = mem.changeCounter();
     expect(mem.changeCounter()).toBe(before);
-    mem.write(() => mem.insertEdge(edge("edghts_mem")));
+    await mem.write((tx) => tx.insertEdge(edge("edghts_mem")));
     expect(mem.changeCounter()).not.toBe(before);
     mem.close();
   });
 });
 
-describe("cached GET answers through the app", () => {
-  let dir: string;
+/**
+ * Two connections to one database: on SQLite two connections to one data directory (a server and
+ * a provider), on PostgreSQL two stores on one database (two replicas).
+ */
+const STORES: Array<[string, () => Promise<() => Promise<Store>>]> = [
+  [
+    "SQLite",
+    async () => {
+      const dir = makeTempDir("cached-get");
+      dirs.push(dir);
+      return async () => SqliteStore.open(dir);
+    },
+  ],
+  [
+    "PostgreSQL (two replicas)",
+    async () => {
+      const url = await (await sharedCluster()).createDatabase();
+      return () => PostgresStore.open(url);
+    },
+  ],
+];
+const dirs: string[] = [];
+
+describe.each(STORES)("cached GET answers through the app, %s", (_name, database) => {
   let stores: Store[];
-  beforeEach(() => {
-    dir = makeTempDir("cached-get");
+  let open: () => Promise<Store>;
+  beforeEach(async () => {
     stores = [];
+    open = await database();
   });
-  afterEach(() => {
-    for (const s of stores) s.close();
-    removeDir(dir);
+  afterEach(async () => {
+    for (const s of stores) await s.close();
+    for (const d of dirs.splice(0)) removeDir(d);
   });
 
   /** An app on its own connection to the shared data directory, as a server or a provider has. */
-  const app = (responseCacheBytes?: number) => {
-    const store = Store.open(dir);
+  const app = async (responseCacheBytes?: number) => {
+    const store = await open();
     stores.push(store);
     const edgeApp = createEdgeApp({ store, responseCacheBytes });
     return async (method: string, path: string, body?: unknown) => {
@@ -162,8 +221,8 @@ describe("cached GET answers through the app", () => {
   };
 
   it("a write through another connection shows in the next GET of a cached route", async () => {
-    const server = app();
-    const provider = app();
+    const server = await app();
+    const provider = await app();
     const edge = await server("POST", "/edges/https", { description: "e" });
     const edgeId = edge.json.id as string;
     const route = await server("POST", `/edges/https/${edgeId}/routes`, {
@@ -184,8 +243,8 @@ describe("cached GET answers through the app", () => {
   });
 
   it("answers exactly what a fresh rendering answers, operation ids apart", async () => {
-    const cached = app();
-    const fresh = app(0);
+    const cached = await app();
+    const fresh = await app(0);
     const edge = await cached("POST", "/edges/https", { description: "e" });
     const edgeId = edge.json.id as string;
     const paths = [`/edges/https/${edgeId}`, `/edges/https/${edgeId}/routes`, "/edges/https?limit=1"];
@@ -203,7 +262,7 @@ describe("cached GET answers through the app", () => {
   });
 
   it("the Ref origin is part of the key: another host gets its own links", async () => {
-    const call = app();
+    const call = await app();
     const edge = await call("POST", "/edges/https", { description: "e" });
     const path = `/edges/https/${edge.json.id as string}`;
     const store = stores[0]!;

@@ -3,7 +3,7 @@
  * rejected request proven to change nothing; the boundary values that must be accepted; and
  * PATCH semantics — over real HTTP and in-process.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, UINT32_MAX, WEBHOOK_PROVIDERS } from "../../sdk/contract";
 import {
   expectApiError,
@@ -533,7 +533,7 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
 
     it("an empty PATCH or null modules change nothing", async () => {
       const route = await create();
-      const before = fingerprint(fx.store);
+      const before = await storeFingerprint(fx.store);
       const empty = await patch(route.id, {});
       expect(empty.status).toBe(200);
       expect(empty.json).toEqual(route);
@@ -546,7 +546,7 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
       });
       expect(nulls.status).toBe(200);
       expect(nulls.json).toEqual(route);
-      expect(fingerprint(fx.store)).toBe(before);
+      expect(await storeFingerprint(fx.store)).toBe(before);
     });
 
     it("a present module replaces the whole module: inner fields not sent are gone or back to defaults", async () => {

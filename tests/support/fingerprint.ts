@@ -26,3 +26,13 @@ export function fingerprint(store: Pick<Store, "location">): string {
     )
     .deferred();
 }
+
+/**
+ * The same for a store of either kind: SQLite through the connection above, PostgreSQL through
+ * the store's own dump (one REPEATABLE READ snapshot).
+ */
+export async function storeFingerprint(store: Store): Promise<string> {
+  if (store.kind === "sqlite") return fingerprint(store);
+  const dump = await store.dump();
+  return TABLES.map((t) => `${t}:${JSON.stringify(dump[t as keyof typeof dump])}`).join("\n");
+}

@@ -10,7 +10,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { EdgeClient } from "../../../sdk/client";
 import { createEdgeApp } from "../../../sdk/service/app";
 import { EdgeService } from "../../../sdk/service/service";
-import { Store } from "../../../sdk/service/store";
+import { SqliteStore } from "../../../sdk/service/store-sqlite";
 import { httpTransport } from "../../../sdk/transport";
 import { programWorkspace, WORK_ROOT, type Workspace } from "../../support/workspace";
 
@@ -34,10 +34,10 @@ export interface RecordedRequest {
  * and letting a test inspect the stored state after each mutation.
  */
 export async function recordingServer(dataDir: string, opts: { apiKey?: string } = {}) {
-  const store = Store.open(dataDir);
+  const store = SqliteStore.open(dataDir);
   const app = createEdgeApp({ store, apiKey: opts.apiKey });
   const requests: RecordedRequest[] = [];
-  const afterMutation: Array<(r: RecordedRequest) => void> = [];
+  const afterMutation: Array<(r: RecordedRequest) => void | Promise<void>> = [];
   /** Consulted before the service: a fault answers instead of it (and is recorded as sent). */
   const faults: Array<(r: { method: string; path: string }) => Response | undefined> = [];
   const server = await new Promise<ReturnType<typeof serve>>((resolve) => {
@@ -56,7 +56,7 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
             body: text ? JSON.parse(text) : undefined,
           };
           requests.push(record);
-          if (req.method !== "GET") for (const f of afterMutation) f(record);
+          if (req.method !== "GET") for (const f of afterMutation) await f(record);
           return res;
         },
       },

@@ -1,0 +1,576 @@
+/**
+ * The PostgreSQL store: several `edge-service serve` replicas on one database. node-postgres
+ * (`pg`, pure JavaScript) with a connection pool; every write one transaction (READ COMMITTED,
+ * the rows it reads to change locked), every read one REPEATABLE READ snapshot.
+ *
+ * - Schema: versioned migrations, run at start-up under a transaction-level advisory lock, so
+ *   replicas starting together migrate once and the others wait and see it done.
+ * - A PATCH reads its route FOR UPDATE (the edge is read without a lock): concurrent PATCHes of one route, through any replicas,
+ *   take turns, and each sees the other's change (no lost module).
+ * - Two creates of one (edge, match_type, match) race on the unique key: one commits, the other
+ *   gets 23505, which becomes UniqueViolation (409).
+ * - Creates with one `Idempotency-Key` take an advisory lock on the key: the second waits for the
+ *   first's commit and then reads what it remembered.
+ * - The change counter of the GET answer cache is the database's snapshot
+ *   (`pg_current_snapshot()`): it moves at every commit of any writer, whichever replica.
+ * - A database that cannot be reached (restart, failover, no free connection within 5 s) is
+ *   StoreUnavailable: the service answers 503 with Retry-After, and recovers by itself when the
+ *   database is back (the pool opens new connections).
+ */
+import pg from "pg";
+import {
+  DATA_TABLES,
+  type EdgeKind,
+  type EdgeRow,
+  type IdempotentAnswer,
+  type ModuleConfigs,
+  type RouteChanges,
+  type RouteRow,
+  type Store,
+  type StoreDump,
+  type StoreTx,
+  ParentMissing,
+  StoreUnavailable,
+  UniqueViolation,
+} from "./store";
+
+/** Ordered schema migrations of the PostgreSQL store; index + 1 is the version. Never edit one. */
+export const PG_MIGRATIONS: readonly string[] = [
+  `CREATE TABLE edges (
+     seq BIGSERIAL PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     hostports TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX edges_by_kind ON edges (kind, seq);
+   CREATE TABLE routes (
+     seq BIGSERIAL PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match TEXT NOT NULL,
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     modules TEXT NOT NULL,
+     UNIQUE (edge_id, match_type, match)
+   );
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);
+   CREATE TABLE route_saml_keys (
+     route_id TEXT PRIMARY KEY REFERENCES routes (id) ON DELETE CASCADE,
+     certificate_pem TEXT NOT NULL,
+     private_key_pem TEXT NOT NULL
+   );
+   CREATE TABLE tls_ip_restrictions (
+     edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
+     config TEXT NOT NULL
+   );
+   CREATE TABLE idempotency_keys (
+     key TEXT PRIMARY KEY,
+     request TEXT NOT NULL,
+     response TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
+];
+export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+
+/** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
+const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
+const LOCK_CLASS_IDEMPOTENCY = 0x65646769;
+
+const TYPE_INT8 = 20;
+/** BIGINT (the seq columns) as a JavaScript number: seqs stay far below 2^53. */
+const textParser = (oid: number): ((value: string) => unknown) =>
+  oid === TYPE_INT8 ? Number : (pg.types.getTypeParser(oid, "text") as (value: string) => unknown);
+const types = { getTypeParser: textParser };
+
+export interface PostgresStoreOptions {
+  /** Connections of this replica's pool. Default 10. */
+  poolSize?: number;
+  /** Wait for a free (or new) connection before answering 503. Default 5000 ms. */
+  connectTimeoutMs?: number;
+  /** Told about errors of idle connections (a database restart); default: ignored. */
+  log?: (line: string) => void;
+}
+
+type Raw = Record<string, unknown>;
+type Value = string | number | null;
+
+/** The URL without its password, for logs and messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString();
+  } catch {
+    return "postgres://(unparsable URL)";
+  }
+}
+
+const UNAVAILABLE_CODES = new Set([
+  "57P01", // admin_shutdown
+  "57P02", // crash_shutdown
+  "57P03", // cannot_connect_now
+  "53300", // too_many_connections
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
+
+const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
+
+function isUnavailable(e: unknown): boolean {
+  const err = e as { code?: unknown };
+  const code = typeof err?.code === "string" ? err.code : "";
+  if (code.startsWith("08") || UNAVAILABLE_CODES.has(code)) return true;
+  return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/i.test(
+    messageOf(e),
+  );
+}
+
+/** A pg error as the store's own: unique key → UniqueViolation, lost database → StoreUnavailable. */
+function translate(e: unknown): unknown {
+  const err = e as { code?: unknown };
+  if (err?.code === "23505") return new UniqueViolation(messageOf(e));
+  if (err?.code === "23503") return new ParentMissing(messageOf(e));
+  if (isUnavailable(e)) {
+    return new StoreUnavailable(
+      `PostgreSQL cannot be reached (${messageOf(e)}); the request was not acknowledged: retry shortly`,
+    );
+  }
+  return e;
+}
+
+/** A transaction may be retried whole: deadlock, serialization failure. */
+const RETRYABLE = new Set(["40P01", "40001"]);
+
+const edgeFromRaw = (r: Raw): EdgeRow => ({
+  ...(r as unknown as EdgeRow),
+  hostports: JSON.parse(String(r.hostports)) as string[],
+});
+const routeFromRaw = (r: Raw): RouteRow => ({
+  ...(r as unknown as RouteRow),
+  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
+});
+
+/** The statements of one transaction on one pooled connection. */
+export class PgTx implements StoreTx {
+  constructor(
+    private readonly client: pg.PoolClient,
+    /** Write transactions lock the rows they read to change. */
+    private readonly writing: boolean,
+  ) {}
+
+  /** A named (prepared once per connection) statement. */
+  private async q(name: string, text: string, values: Value[]): Promise<Raw[]> {
+    try {
+      return (await this.client.query<Raw>({ name, text, values })).rows;
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  private async count(name: string, text: string, values: Value[]): Promise<number> {
+    try {
+      return (await this.client.query({ name, text, values })).rowCount ?? 0;
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async insertEdge(e: Omit<EdgeRow, "seq">): Promise<void> {
+    await this.q(
+      "edge_insert",
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
+      [e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at],
+    );
+  }
+
+  async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
+    // Never locked: a route's writes lock the route's row (an edge deleted meanwhile cascades
+    // after them, or leaves them nothing to find), and a route's insert locks the edge through
+    // its foreign key. A lock here would write the edge's row at every PATCH of any of its routes.
+    const [r] = await this.q("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", [id, kind]);
+    return r ? edgeFromRaw(r) : undefined;
+  }
+
+  async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
+    const rows = await this.q(
+      "edge_list",
+      "SELECT * FROM edges WHERE kind = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+      [kind, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
+    );
+    return rows.map(edgeFromRaw);
+  }
+
+  async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
+    return (await this.count("edge_delete", "DELETE FROM edges WHERE id = $1 AND kind = $2", [id, kind])) > 0;
+  }
+
+  async insertRoute(r: Omit<RouteRow, "seq">): Promise<number> {
+    const [row] = await this.q(
+      "route_insert",
+      "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq",
+      [
+        r.id,
+        r.edge_id,
+        r.match_type,
+        r.match,
+        r.description,
+        r.metadata,
+        r.created_at,
+        JSON.stringify(r.modules),
+      ],
+    );
+    return Number(row!.seq);
+  }
+
+  async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
+    // In a write, FOR UPDATE: concurrent writers of this route take turns, each reading the last commit.
+    const [r] = this.writing
+      ? await this.q("route_get_locked", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2 FOR UPDATE", [
+          id,
+          edgeId,
+        ])
+      : await this.q("route_get", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId]);
+    return r ? routeFromRaw(r) : undefined;
+  }
+
+  async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
+    const rows = await this.q(
+      "route_list",
+      "SELECT * FROM routes WHERE edge_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+      [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
+    );
+    return rows.map(routeFromRaw);
+  }
+
+  async updateRoute(id: string, c: RouteChanges): Promise<void> {
+    await this.q(
+      "route_update",
+      "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
+      [c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id],
+    );
+  }
+
+  async deleteRoute(edgeId: string, id: string): Promise<boolean> {
+    return (
+      (await this.count("route_delete", "DELETE FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId])) >
+      0
+    );
+  }
+
+  async getSamlCertificates(routeIds: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (routeIds.length === 0) return out;
+    const rows = await this.arrayQuery(
+      "saml_get",
+      "SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id = ANY($1)",
+      routeIds,
+    );
+    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
+    return out;
+  }
+
+  async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
+    await this.q(
+      "saml_put",
+      "INSERT INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES ($1, $2, $3) ON CONFLICT (route_id) DO NOTHING",
+      [routeId, certificatePem, privateKeyPem],
+    );
+  }
+
+  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>> {
+    const out = new Map<string, unknown>();
+    if (edgeIds.length === 0) return out;
+    const rows = await this.arrayQuery(
+      "tls_get",
+      "SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id = ANY($1)",
+      edgeIds,
+    );
+    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
+    return out;
+  }
+
+  async putTlsRestriction(edgeId: string, config: unknown): Promise<void> {
+    await this.q(
+      "tls_put",
+      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES ($1, $2) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+      [edgeId, JSON.stringify(config)],
+    );
+  }
+
+  async deleteTlsRestriction(edgeId: string): Promise<boolean> {
+    return (
+      (await this.count("tls_delete", "DELETE FROM tls_ip_restrictions WHERE edge_id = $1", [edgeId])) > 0
+    );
+  }
+
+  async lockIdempotencyKey(key: string): Promise<void> {
+    await this.q("idem_lock", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+      LOCK_CLASS_IDEMPOTENCY,
+      key,
+    ]);
+  }
+
+  async getIdempotent(key: string): Promise<IdempotentAnswer | undefined> {
+    const [r] = await this.q("idem_get", "SELECT request, response FROM idempotency_keys WHERE key = $1", [
+      key,
+    ]);
+    return r ? { request: String(r.request), response: String(r.response) } : undefined;
+  }
+
+  async putIdempotent(
+    key: string,
+    request: string,
+    response: string,
+    createdAt: string,
+    forgetBefore: string,
+  ): Promise<void> {
+    await this.q("idem_forget", "DELETE FROM idempotency_keys WHERE created_at < $1", [forgetBefore]);
+    await this.q(
+      "idem_put",
+      "INSERT INTO idempotency_keys (key, request, response, created_at) VALUES ($1, $2, $3, $4)",
+      [key, request, response, createdAt],
+    );
+  }
+
+  /** A statement whose one parameter is a text array. */
+  private async arrayQuery(name: string, text: string, values: string[]): Promise<Raw[]> {
+    try {
+      return (await this.client.query<Raw>({ name, text, values: [values] })).rows;
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+}
+
+export class PostgresStore implements Store {
+  readonly kind = "postgres";
+  readonly location: string;
+  private readonly pool: pg.Pool;
+  /** The change-counter query in flight, and the one queued behind it (see changeCounter). */
+  private counterNow?: Promise<string>;
+  private counterNext?: Promise<string>;
+
+  private constructor(pool: pg.Pool, url: string) {
+    this.pool = pool;
+    this.location = redactUrl(url);
+  }
+
+  /** Connects (a pool), and brings the schema up to date (once, whoever starts at the same time). */
+  static async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: opts.poolSize ?? 10,
+      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+      idleTimeoutMillis: 30_000,
+      types,
+      application_name: "edge-service",
+    });
+    // An idle connection's error (the database restarting) must not crash the process: the pool
+    // drops that connection and opens a new one on demand.
+    // A connection that breaks while checked out (between the statements of a transaction) emits
+    // 'error' too: the statement in flight fails (503), and without a listener the process would.
+    pool.on("connect", (client) => client.on("error", () => undefined));
+    pool.on("error", (e) =>
+      opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
+    );
+    const store = new PostgresStore(pool, url);
+    try {
+      await store.migrate();
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      const err = translate(e);
+      if (err instanceof StoreUnavailable) {
+        throw new Error(
+          `cannot reach PostgreSQL at ${store.location}: ${(e as Error).message}. Is the server running, and the URL (host, port, database, user, password) right?`,
+        );
+      }
+      throw err;
+    }
+    return store;
+  }
+
+  /**
+   * Runs the missing migrations in one transaction under an advisory lock: a replica starting
+   * while another migrates waits for it, then finds the schema current.
+   */
+  private async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock($1, 0)", [LOCK_CLASS_SCHEMA]);
+      await client.query("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+      const { rows } = await client.query<{ value: string }>(
+        "SELECT value FROM meta WHERE key = 'schema_version'",
+      );
+      const current = rows[0] ? Number(rows[0].value) : 0;
+      if (current > PG_SCHEMA_VERSION) {
+        throw new Error(
+          `the database was written by a newer edge-service (schema ${current} > ${PG_SCHEMA_VERSION}); upgrade pulumi-edge`,
+        );
+      }
+      for (let v = current; v < PG_SCHEMA_VERSION; v++) await client.query(PG_MIGRATIONS[v]!);
+      if (current < PG_SCHEMA_VERSION) {
+        await client.query(
+          "INSERT INTO meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          [String(PG_SCHEMA_VERSION)],
+        );
+      }
+      await client.query("COMMIT");
+      client.release();
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      client.release(true);
+      throw e;
+    }
+  }
+
+  private async connect(): Promise<pg.PoolClient> {
+    try {
+      return await this.pool.connect();
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  /** Runs `fn` in a transaction on one connection; a broken connection is dropped from the pool. */
+  private async transaction<T>(begin: string, writing: boolean, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    const client = await this.connect();
+    let broken = false;
+    try {
+      await client.query(begin);
+      const result = await fn(new PgTx(client, writing));
+      await client.query("COMMIT");
+      return result;
+    } catch (e) {
+      const err = translate(e);
+      broken = err instanceof StoreUnavailable;
+      if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  async write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.transaction("BEGIN", true, fn);
+      } catch (e) {
+        const code = (e as { code?: unknown }).code;
+        if (typeof code !== "string" || !RETRYABLE.has(code) || attempt >= 5) throw e;
+      }
+    }
+  }
+
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false, fn);
+  }
+
+  /**
+   * The database's current snapshot as text (xmin:xmax:in-progress xids): it changes whenever any
+   * transaction that wrote commits or aborts, on any replica. One query is shared by the GETs that
+   * arrive while it runs; a GET arriving after a query was sent waits for the next one, so the
+   * value it sees was read after it arrived (never older than a write acknowledged before it).
+   */
+  changeCounter(): Promise<string> {
+    if (this.counterNext) return this.counterNext;
+    if (!this.counterNow) {
+      const now = this.readSnapshot().finally(() => (this.counterNow = undefined));
+      this.counterNow = now;
+      return now;
+    }
+    const next = this.counterNow
+      .catch(() => undefined)
+      .then(() => {
+        this.counterNext = undefined;
+        return this.changeCounter();
+      });
+    this.counterNext = next;
+    return next;
+  }
+
+  private async readSnapshot(): Promise<string> {
+    try {
+      const { rows } = await this.pool.query<{ s: string }>({
+        name: "change_counter",
+        text: "SELECT pg_current_snapshot()::text AS s",
+      });
+      return rows[0]!.s;
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async dump(): Promise<StoreDump> {
+    const client = await this.connect();
+    try {
+      await client.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+      const out = {} as StoreDump;
+      for (const t of DATA_TABLES) {
+        out[t] = (
+          await client.query<Record<string, string | number>>(`SELECT * FROM ${t} ORDER BY 1, 2`)
+        ).rows;
+      }
+      await client.query("COMMIT");
+      return out;
+    } finally {
+      client.release();
+    }
+  }
+
+  async load(dump: StoreDump): Promise<void> {
+    const client = await this.connect();
+    try {
+      await client.query("BEGIN");
+      for (const t of DATA_TABLES) {
+        const { rows } = await client.query(`SELECT 1 FROM ${t} LIMIT 1`);
+        if (rows.length > 0)
+          throw new Error(`the target already holds data (table ${t}); load into an empty database`);
+      }
+      for (const t of DATA_TABLES) {
+        const rows = dump[t];
+        if (rows.length === 0) continue;
+        const cols = Object.keys(rows[0]!);
+        // Batches of rows per INSERT, under PostgreSQL's 65,535 parameters per statement.
+        const batch = Math.max(1, Math.floor(30_000 / cols.length));
+        for (let i = 0; i < rows.length; i += batch) {
+          const slice = rows.slice(i, i + batch);
+          const values: Value[] = [];
+          const tuples = slice.map((row) => {
+            const marks = cols.map((c) => {
+              values.push(row[c] ?? null);
+              return `$${values.length}`;
+            });
+            return `(${marks.join(", ")})`;
+          });
+          await client.query(`INSERT INTO ${t} (${cols.join(", ")}) VALUES ${tuples.join(", ")}`, values);
+        }
+        if (cols.includes("seq")) {
+          await client.query(
+            `SELECT setval(pg_get_serial_sequence('${t}', 'seq'), (SELECT max(seq) FROM ${t}))`,
+          );
+        }
+      }
+      await client.query("COMMIT");
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw translate(e);
+    } finally {
+      client.release();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,472 @@
+/**
+ * The SQLite store: one database file (libsql, prebuilt binaries), WAL mode so that a standalone
+ * server and an in-process provider can share one data directory. The statements are synchronous:
+ * the asynchronous `Store` methods only queue transactions on the one connection (one at a time,
+ * so in-process requests never interleave inside one); BEGIN IMMEDIATE serialises writers across
+ * processes.
+ */
+import { mkdirSync } from "node:fs";
+import { join, resolve } from "node:path";
+import Database from "libsql";
+import {
+  DATA_TABLES,
+  type EdgeKind,
+  type EdgeRow,
+  type IdempotentAnswer,
+  type ModuleConfigs,
+  type RouteChanges,
+  type RouteRow,
+  type Store,
+  type StoreDump,
+  type StoreTx,
+  UniqueViolation,
+} from "./store";
+import { WalIndexWatch } from "./wal-index";
+import { WalMaintenance } from "./wal-maintenance";
+
+/** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE edges (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     hostports TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX edges_by_kind ON edges (kind, seq);
+   CREATE TABLE routes (
+     seq INTEGER PRIMARY KEY AUTOINCREMENT,
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match TEXT NOT NULL,
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     UNIQUE (edge_id, match_type, match)
+   );
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);
+   CREATE TABLE route_modules (
+     route_id TEXT NOT NULL REFERENCES routes (id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     config TEXT NOT NULL,
+     PRIMARY KEY (route_id, name)
+   );
+   CREATE TABLE route_saml_keys (
+     route_id TEXT PRIMARY KEY REFERENCES routes (id) ON DELETE CASCADE,
+     certificate_pem TEXT NOT NULL,
+     private_key_pem TEXT NOT NULL
+   );
+   CREATE TABLE tls_ip_restrictions (
+     edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
+     config TEXT NOT NULL
+   );`,
+  // Idempotency keys of creates: a retried POST answers what the first one created (reliability).
+  `CREATE TABLE idempotency_keys (
+     key TEXT PRIMARY KEY,
+     request TEXT NOT NULL,
+     response TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
+  // A route's modules move into its row (one JSON object), and its seq is the plain rowid: a
+  // create wrote 13–14 pages (AUTOINCREMENT's sqlite_sequence, route_modules and its key index
+  // over scattered pages), now 6 (BENCHMARKS.md, fix 9). The rowid is still max + 1, so the newest
+  // route still sorts first.
+  `CREATE TABLE routes_v3 (
+     seq INTEGER PRIMARY KEY,
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match TEXT NOT NULL,
+     description TEXT NOT NULL,
+     metadata TEXT NOT NULL,
+     created_at TEXT NOT NULL,
+     modules TEXT NOT NULL,
+     UNIQUE (edge_id, match_type, match)
+   );
+   INSERT INTO routes_v3 (seq, id, edge_id, match_type, match, description, metadata, created_at, modules)
+     SELECT seq, id, edge_id, match_type, match, description, metadata, created_at,
+       COALESCE((SELECT json_group_object(name, json(config)) FROM route_modules WHERE route_id = routes.id), '{}')
+     FROM routes;
+   DROP TABLE route_modules;
+   DROP TABLE routes;
+   ALTER TABLE routes_v3 RENAME TO routes;
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);`,
+];
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+export interface StoreOptions {
+  /** Checkpoint from a worker thread (servers); default: SQLite's automatic checkpoints. */
+  backgroundCheckpoints?: boolean;
+  /** With background checkpoints: WAL length in pages past which it is started over. */
+  rewindWalAbovePages?: number;
+}
+
+type Raw = Record<string, unknown>;
+const edgeFromRaw = (r: Raw): EdgeRow => ({
+  ...(r as unknown as EdgeRow),
+  hostports: JSON.parse(String(r.hostports)) as string[],
+});
+const routeFromRaw = (r: Raw): RouteRow => ({
+  ...(r as unknown as RouteRow),
+  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
+});
+
+export class SqliteStore implements Store, StoreTx {
+  readonly kind = "sqlite";
+  private readonly db: Database.Database;
+  private readonly statements = new Map<string, Database.Statement>();
+  /** Write transactions run on this connection (SQLite's data_version does not count them). */
+  private localWrites = 0;
+  /** Commits by any connection, read from the WAL index (file databases in WAL mode). */
+  private walWatch?: WalIndexWatch;
+  /** The fallback: `PRAGMA data_version` (commits by other connections). */
+  private dataVersion?: Database.Statement;
+  /** A server's checkpoints off the request path (see WalMaintenance). */
+  private wal?: WalMaintenance;
+  readonly location: string;
+
+  /** Transactions waiting for the connection (the running one holds it). */
+  private busy = false;
+  private readonly waiting: Array<() => void> = [];
+
+  private constructor(db: Database.Database, location: string) {
+    this.db = db;
+    this.location = location;
+  }
+
+  /**
+   * Opens (creating and migrating as needed) the database of a data directory, or ":memory:".
+   * `backgroundCheckpoints` is for long-lived servers: WAL checkpoints run on a worker thread
+   * instead of inside the commits that cross SQLite's threshold (see Checkpointer).
+   */
+  static open(dataDir: string, opts: StoreOptions = {}): SqliteStore {
+    const location = dataDir === ":memory:" ? ":memory:" : join(resolve(dataDir), "edge.db");
+    if (location !== ":memory:") mkdirSync(resolve(dataDir), { recursive: true });
+    const db = new Database(location);
+    db.pragma("busy_timeout = 10000");
+    if (location !== ":memory:") {
+      db.pragma("journal_mode = WAL");
+      db.pragma("synchronous = NORMAL");
+    }
+    db.pragma("foreign_keys = ON");
+    // 16 MiB of page cache (SQLite's default is 2): with 10,000 routes, a PATCH of a random one
+    // otherwise reads its pages from the OS, 1.6× the time it takes among 100 (BENCHMARKS.md).
+    db.pragma("cache_size = -16384");
+    const store = new SqliteStore(db, location);
+    store.migrate();
+    // After the first transaction, so the -shm file exists (it lives as long as our connection).
+    if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
+    if (opts.backgroundCheckpoints && store.walWatch) {
+      store.wal = new WalMaintenance(db, location, { rewindWalAbovePages: opts.rewindWalAbovePages });
+    }
+    return store;
+  }
+
+  /**
+   * Brings the schema up to date in one transaction. A migration may rebuild a table (SQLite's
+   * documented procedure): foreign keys must be off while it does, or dropping the old table would
+   * cascade into its children, and the pragma only takes effect outside a transaction. So they are
+   * off for the whole of it, and checked before the commit.
+   */
+  private migrate(): void {
+    this.db.pragma("foreign_keys = OFF");
+    try {
+      this.db
+        .transaction(() => {
+          this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+          const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as
+            Raw | undefined;
+          const current = row ? Number(row.value) : 0;
+          if (current > SCHEMA_VERSION) {
+            throw new Error(
+              `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
+            );
+          }
+          if (current === SCHEMA_VERSION) return;
+          for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
+          const broken = this.db.pragma("foreign_key_check") as unknown[];
+          if (broken.length > 0) {
+            throw new Error(
+              `migrating the data directory to schema ${SCHEMA_VERSION} broke ${broken.length} references (${JSON.stringify(broken[0])}); nothing was changed`,
+            );
+          }
+          this.sql(
+            "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+          ).run(String(SCHEMA_VERSION));
+        })
+        .immediate();
+    } finally {
+      this.db.pragma("foreign_keys = ON");
+    }
+  }
+
+  /**
+   * The statement for `source`, prepared once per connection and reused: preparing costs several
+   * times more than running these small queries, and every statement left to the garbage
+   * collector holds native memory until it is finalized.
+   */
+  private sql(source: string): Database.Statement {
+    let statement = this.statements.get(source);
+    if (statement === undefined) {
+      statement = this.db.prepare(source);
+      this.statements.set(source, statement);
+    }
+    return statement;
+  }
+
+  /**
+   * Runs `fn` alone on the connection: the next transaction starts when this one has ended. The
+   * statements are synchronous, so a transaction holds the connection for microseconds.
+   */
+  private async exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.busy) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    this.busy = true;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.busy = false;
+    }
+  }
+
+  /** Runs `fn` in one write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. */
+  write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      try {
+        this.sql("BEGIN IMMEDIATE").run();
+        try {
+          const result = await fn(this);
+          this.sql("COMMIT").run();
+          return result;
+        } catch (e) {
+          if (this.db.inTransaction) this.sql("ROLLBACK").run();
+          throw e;
+        }
+      } finally {
+        this.localWrites++; // counted even when rolled back: a spurious change only costs a re-render
+        this.wal?.afterWrite();
+      }
+    });
+  }
+
+  /**
+   * A number that moves whenever committed data may have changed since it was last read, whoever
+   * wrote: the WAL index (or, without one, `PRAGMA data_version`) counts the commits of other
+   * connections, other processes sharing the data directory included, and `localWrites` those of
+   * this one. Both only grow, so their sum changes whenever either does.
+   */
+  changeCounter(): number {
+    return this.externalCommits() + this.localWrites;
+  }
+
+  private externalCommits(): number {
+    if (this.walWatch) return this.walWatch.generationNow();
+    this.dataVersion ??= this.db.prepare("PRAGMA data_version").raw(true);
+    return (this.dataVersion.get() as [number])[0];
+  }
+
+  /** Runs `fn` against one consistent snapshot. */
+  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.exclusive(async () => {
+      this.sql("BEGIN").run();
+      try {
+        return await fn(this);
+      } finally {
+        if (this.db.inTransaction) this.sql("COMMIT").run();
+      }
+    });
+  }
+
+  close(): void {
+    this.wal?.stop();
+    this.walWatch?.close();
+    this.db.close();
+  }
+
+  async dump(): Promise<StoreDump> {
+    return this.read(() => {
+      const out = {} as StoreDump;
+      for (const t of DATA_TABLES) {
+        out[t] = this.db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all() as StoreDump[typeof t];
+      }
+      return Promise.resolve(out);
+    });
+  }
+
+  async load(dump: StoreDump): Promise<void> {
+    await this.write(() => {
+      for (const t of DATA_TABLES) {
+        const count = (this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n;
+        if (count > 0)
+          throw new Error(`the target already holds data (table ${t}); load into an empty store`);
+      }
+      for (const t of DATA_TABLES) {
+        for (const row of dump[t]) {
+          const cols = Object.keys(row);
+          this.db
+            .prepare(`INSERT INTO ${t} (${cols.join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
+            .run(...cols.map((c) => row[c]));
+        }
+      }
+      return Promise.resolve();
+    });
+  }
+
+  // ------------------------------------------------------------------ edges
+
+  async insertEdge(e: Omit<EdgeRow, "seq">): Promise<void> {
+    this.sql(
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    ).run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
+  }
+
+  async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
+    const r = this.sql("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as Raw | undefined;
+    return r ? edgeFromRaw(r) : undefined;
+  }
+
+  /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
+  async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
+    const rows = this.sql("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+      kind,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    ) as Raw[];
+    return rows.map(edgeFromRaw);
+  }
+
+  async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
+    return this.sql("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ routes
+
+  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
+  async insertRoute(r: Omit<RouteRow, "seq">): Promise<number> {
+    try {
+      return Number(
+        this.sql(
+          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        ).run(
+          r.id,
+          r.edge_id,
+          r.match_type,
+          r.match,
+          r.description,
+          r.metadata,
+          r.created_at,
+          JSON.stringify(r.modules),
+        ).lastInsertRowid,
+      );
+    } catch (e) {
+      throw isUniqueViolation(e) ? new UniqueViolation() : e;
+    }
+  }
+
+  async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
+    const r = this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
+      Raw | undefined;
+    return r ? routeFromRaw(r) : undefined;
+  }
+
+  async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
+    const rows = this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+      edgeId,
+      beforeSeq ?? Number.MAX_SAFE_INTEGER,
+      limit,
+    ) as Raw[];
+    return rows.map(routeFromRaw);
+  }
+
+  /** Writes a route's fields and its whole set of modules (one row). */
+  async updateRoute(id: string, c: RouteChanges): Promise<void> {
+    try {
+      this.sql(
+        "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
+      ).run(c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id);
+    } catch (e) {
+      throw isUniqueViolation(e) ? new UniqueViolation() : e;
+    }
+  }
+
+  async deleteRoute(edgeId: string, id: string): Promise<boolean> {
+    return this.sql("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ SAML signing keys
+
+  async getSamlCertificates(routeIds: string[]): Promise<Map<string, string>> {
+    const out = new Map<string, string>();
+    if (routeIds.length === 0) return out;
+    const rows = this.sql(
+      `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
+    ).all(...routeIds) as Raw[];
+    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
+    return out;
+  }
+
+  async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
+    this.sql(
+      "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
+    ).run(routeId, certificatePem, privateKeyPem);
+  }
+
+  // ------------------------------------------------------------------ TLS IP restriction
+
+  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>> {
+    const out = new Map<string, unknown>();
+    if (edgeIds.length === 0) return out;
+    const rows = this.sql(
+      `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
+    ).all(...edgeIds) as Raw[];
+    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
+    return out;
+  }
+
+  async putTlsRestriction(edgeId: string, config: unknown): Promise<void> {
+    this.sql(
+      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+    ).run(edgeId, JSON.stringify(config));
+  }
+
+  async deleteTlsRestriction(edgeId: string): Promise<boolean> {
+    return this.sql("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
+  }
+
+  // ------------------------------------------------------------------ idempotency keys
+
+  async getIdempotent(key: string): Promise<IdempotentAnswer | undefined> {
+    return this.sql("SELECT request, response FROM idempotency_keys WHERE key = ?").get(key) as
+      IdempotentAnswer | undefined;
+  }
+
+  /** Nothing to do: transactions on this connection run one at a time, writers across processes too. */
+  async lockIdempotencyKey(_key: string): Promise<void> {}
+
+  /** Remembers the answer to a create; forgets keys older than `forgetBefore` (ISO time). */
+  async putIdempotent(
+    key: string,
+    request: string,
+    response: string,
+    createdAt: string,
+    forgetBefore: string,
+  ): Promise<void> {
+    this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(forgetBefore);
+    this.sql("INSERT INTO idempotency_keys (key, request, response, created_at) VALUES (?, ?, ?, ?)").run(
+      key,
+      request,
+      response,
+      createdAt,
+    );
+  }
+}
+
+function isUniqueViolation(e: unknown): boolean {
+  const err = e as { code?: string; message?: string };
+  return err?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(String(err?.message));
+}
