@@ -9,3 +9,4 @@ export * from "./limits";
 export * from "./modules";
 export * from "./problems";
 export * from "./routes";
+export * from "./wire";

@@ -13,18 +13,23 @@ import {
   issuesToProblems,
   NUM_BUCKETS_UNSET,
   PAGE_LIMIT_DEFAULT,
-  PAGE_LIMIT_MAX,
+  type ModuleBodySchema,
+  moduleBodyForm,
+  type PageQuery,
+  type PathIds,
+  pathEchoProblems,
+  ROUTE_MODULE_BODIES,
   ROUTE_MODULE_NAMES,
-  ROUTE_MODULES,
   type Route,
   type RouteList,
   type RouteModuleName,
-  routeCreateSchema,
+  routeCreateBodySchema,
   routeUpdateSchema,
   type TlsEdge,
   type TlsEdgeList,
   type TlsIpRestriction,
-  tlsIpRestrictionMutateSchema,
+  tlsIpRestrictionBodySchema,
+  unwrapModule,
 } from "../contract";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
@@ -51,15 +56,27 @@ export interface RequestContext {
 /** How long an idempotency key is remembered. */
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
-export interface PageQuery {
-  limit?: string;
-  before_id?: string;
-}
-
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+/**
+ * Parses a request body with its contract schema; identifiers of the path that the body repeats
+ * (gaps.md "Compatibility") must equal the path's.
+ */
+function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}): z.output<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw ApiError.invalid(issuesToProblems(result.error.issues));
+  assertPathEcho(result.data as Record<string, unknown>, path);
   return result.data;
+}
+
+function assertPathEcho(body: Readonly<Record<string, unknown>>, path: PathIds): void {
+  const problems = pathEchoProblems(body, path);
+  if (problems.length > 0) throw ApiError.invalid(problems);
+}
+
+/** A module PUT body, bare or wrapped (`{"edge_id"?, "id"?, "module"}`): the module it carries. */
+function parseModule(schema: ModuleBodySchema, body: unknown, path: PathIds): unknown {
+  const { module, wrapper } = unwrapModule(parse(moduleBodyForm(schema, body), body));
+  if (wrapper) assertPathEcho(wrapper, path);
+  return module;
 }
 
 const EDGE_LABEL: Record<EdgeKind, string> = { https: "HTTPS edge", tls: "TLS edge" };
@@ -117,7 +134,7 @@ export class EdgeService {
   // ------------------------------------------------------------------ routes
 
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Route {
-    const input = parse(routeCreateSchema, body);
+    const input = parse(routeCreateBodySchema, body, { edge_id: edgeId });
     const { match_type, match, description, metadata } = input;
     const modules = pickModules(input); // one auth module at most: the schema's rule
     const id = newId("route");
@@ -169,7 +186,7 @@ export class EdgeService {
    * concurrent PATCHes of different modules of one route never lose each other's change.
    */
   updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Route {
-    const patch = parse(routeUpdateSchema, body);
+    const patch = parse(routeUpdateSchema, body, { edge_id: edgeId, id });
     const modules = pickModules(patch);
     return this.store.write(() => {
       const row = this.requireRoute(edgeId, id);
@@ -199,7 +216,7 @@ export class EdgeService {
 
   putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): unknown {
     const module = this.requireModuleName(name);
-    const config = parse(ROUTE_MODULES[module].request, body);
+    const config = parseModule(ROUTE_MODULE_BODIES[module], body, { edge_id: edgeId, id });
     return this.store.write(() => {
       const row = this.requireRoute(edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
@@ -235,7 +252,7 @@ export class EdgeService {
   // ------------------------------------------------------------------ TLS IP restriction
 
   putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): TlsIpRestriction {
-    const config = parse(tlsIpRestrictionMutateSchema, body);
+    const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as IpPolicyConfig;
     return this.store.write(() => {
       this.requireEdge("tls", edgeId);
       this.store.putTlsRestriction(edgeId, config);
@@ -317,15 +334,7 @@ export class EdgeService {
     q: PageQuery,
     seqOf: (id: string) => number | undefined,
   ): { limit: number; beforeSeq?: number } {
-    let limit = PAGE_LIMIT_DEFAULT;
-    if (q.limit !== undefined) {
-      limit = Number(q.limit);
-      if (!/^\d+$/.test(q.limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-        throw ApiError.invalid([
-          { field: "limit", msg: `must be an integer between 1 and ${PAGE_LIMIT_MAX}` },
-        ]);
-      }
-    }
+    const limit = q.limit === undefined ? PAGE_LIMIT_DEFAULT : Number(q.limit); // checked by pageQuerySchema
     if (q.before_id === undefined) return { limit };
     const beforeSeq = seqOf(q.before_id);
     if (beforeSeq === undefined)
