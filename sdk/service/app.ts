@@ -8,6 +8,7 @@ import { Hono } from "hono";
 import { type z } from "zod";
 import {
   acceptsEmptyBody,
+  buildOpenApi,
   ID_PATTERN,
   isRouteModuleName,
   issuesToProblems,
@@ -175,6 +176,14 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   );
   app.get(tlsIp, (c) => read(c, () => service.getTlsIpRestriction(p(c, "id"), ctx(c))));
   app.delete(tlsIp, (c) => noContent(c, () => service.deleteTlsIpRestriction(p(c, "id"))));
+
+  // The API describes itself (gaps.md), generated from the same contract; rendered once.
+  let openApi: string | undefined;
+  app.get("/openapi.json", (c) => {
+    none(c);
+    openApi ??= JSON.stringify(buildOpenApi());
+    return respond(c, 200, openApi);
+  });
 
   app.notFound(notFoundOrMethodNotAllowed(app));
   app.onError((err, c) => errorAnswer(c, err, opts.log));
