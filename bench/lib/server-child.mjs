@@ -97,7 +97,7 @@ function direct({ op, n }) {
         { circuit_breaker: { num_buckets: (state.toggle++ % 2) + 10 } },
         ctx,
       ),
-    list: () => service.listRoutes(edgeId, { limit: "10" }, ctx),
+    list: () => service.listRoutes(edgeId, { limit: 10 }, ctx),
   }[op];
   for (let i = 0; i < 100; i++) run(i);
   const times = [];

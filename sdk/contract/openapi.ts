@@ -96,7 +96,7 @@ function operation(op: Op): Json {
     schema: { type: "string", pattern: ID_PATTERN.source },
   }));
   if (op.query === "page") {
-    const page = jsonSchema(pageQuerySchema, "input") as { properties: Record<string, Json> };
+    const page = jsonSchema(pageQuerySchema, "output") as { properties: Record<string, Json> };
     for (const [name, schema] of Object.entries(page.properties)) {
       const { description, ...rest } = schema;
       parameters.push({ name, in: "query", required: false, description, schema: rest });

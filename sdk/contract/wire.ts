@@ -92,16 +92,24 @@ const EMPTY_OK = new Set(
   ),
 );
 
-/** `?limit=` and `?before_id=` of the list operations; nothing else. */
+const LIMIT_TEXT = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
+/**
+ * `?limit=` and `?before_id=` of the list operations; nothing else. Its input side is the query
+ * string, its output side the typed values (what the OpenAPI document shows).
+ */
 export const pageQuerySchema = z.strictObject({
   limit: z
     .string({ error: "must be given once" })
-    .regex(/^[0-9]+$/, { error: `must be an integer between 1 and ${PAGE_LIMIT_MAX}` })
-    .refine((s) => Number(s) >= 1 && Number(s) <= PAGE_LIMIT_MAX, {
-      error: `must be an integer between 1 and ${PAGE_LIMIT_MAX}`,
-    })
-    .optional()
-    .describe(`Page size, 1 to ${PAGE_LIMIT_MAX}; default ${PAGE_LIMIT_MAX}.`),
+    .regex(/^[0-9]+$/, { error: LIMIT_TEXT })
+    .pipe(
+      z.coerce
+        .number<string>()
+        .int()
+        .min(1, { error: LIMIT_TEXT })
+        .max(PAGE_LIMIT_MAX, { error: LIMIT_TEXT })
+        .describe(`Page size, 1 to ${PAGE_LIMIT_MAX}; default ${PAGE_LIMIT_MAX}.`),
+    )
+    .optional(),
   before_id: idSchema
     .optional()
     .describe("Id of the last item of the previous page (from `next_page_uri`): the page after it."),

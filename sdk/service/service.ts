@@ -334,7 +334,7 @@ export class EdgeService {
     q: PageQuery,
     seqOf: (id: string) => number | undefined,
   ): { limit: number; beforeSeq?: number } {
-    const limit = q.limit === undefined ? PAGE_LIMIT_DEFAULT : Number(q.limit); // checked by pageQuerySchema
+    const limit = q.limit ?? PAGE_LIMIT_DEFAULT; // checked by pageQuerySchema
     if (q.before_id === undefined) return { limit };
     const beforeSeq = seqOf(q.before_id);
     if (beforeSeq === undefined)
