@@ -8,4 +8,7 @@ module.exports = {
   testTimeout: 300000,
   maxWorkers: 2,
   modulePathIgnorePatterns: ["<rootDir>/dist/", "<rootDir>/examples/.*/node_modules/"],
+  // The run leaves no process and no edge-* temp directory behind (asserted at the end).
+  globalSetup: "<rootDir>/tests/support/global-setup.ts",
+  globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
 };

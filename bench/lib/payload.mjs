@@ -11,9 +11,12 @@ import { median } from "./stats.mjs";
 const require = createRequire(import.meta.url);
 const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
-const { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } = require(
-  "../../dist/provider/model/route.js",
-);
+const {
+  checkRoute,
+  routeCanonical,
+  routeCreateRequest,
+  routeFromResponse,
+} = require("../../dist/provider/model/route.js");
 const { planRoute } = require("../../dist/provider/plan/route.js");
 
 const IDP_METADATA =

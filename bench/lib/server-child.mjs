@@ -126,7 +126,7 @@ async function direct({ op, n }) {
         { circuit_breaker: { num_buckets: (state.toggle++ % 2) + 10 } },
         ctx,
       ),
-    list: () => service.listRoutes(edgeId, { limit: "10" }, ctx),
+    list: () => service.listRoutes(edgeId, { limit: 10 }, ctx),
   }[op];
   for (let i = 0; i < 100; i++) await run(i);
   const times = [];

@@ -6,14 +6,19 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 stack=${STACK:-drift-demo}
-edge_service() { node "$(node -p 'require.resolve("pulumi-edge/cli")')" "$@"; } # or: npx edge-service
+cli=$(node -p 'require.resolve("pulumi-edge/cli")')
+edge_service() { node "$cli" "$@"; } # or: npx edge-service
 
-data=$(mktemp -d)
-log=$(mktemp)
-edge_service serve --port 0 --data "$data" >"$log" 2>/dev/null &
+data=$(mktemp -d -t edge-drift-XXXXXX)
+log=$(mktemp -t edge-drift-log-XXXXXX)
+# The server is started as node itself, not through the function: a function run with `&` is a
+# subshell, and `$!` would be that subshell, not the server, so killing it would leave node running.
+node "$cli" serve --port 0 --data "$data" >"$log" 2>/dev/null &
 server=$!
 cleanup() { kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true; rm -rf "$data" "$log"; }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 for _ in $(seq 100); do grep -q "listening on" "$log" && break; sleep 0.1; done
 url=$(sed -n 's/^edge-service listening on \(http[^ ]*\).*/\1/p' "$log")
 echo "== edge service at $url"

@@ -7,5 +7,7 @@ export * from "./edges";
 export * from "./errors";
 export * from "./limits";
 export * from "./modules";
+export * from "./openapi";
 export * from "./problems";
 export * from "./routes";
+export * from "./wire";

@@ -31,29 +31,59 @@ const moduleRequestFields = Object.fromEntries(
   ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].request.nullable().optional()]),
 ) as unknown as ModuleFields<"request">;
 
-/** POST /edges/https/{edge_id}/routes. `match_type` and `match` are required; one auth module at most. */
-export const routeCreateSchema = z
-  .strictObject({
-    match_type: matchTypeSchema,
-    match: matchSchema,
-    description: descriptionSchema.default(""),
-    metadata: metadataSchema.default(""),
-    ...moduleRequestFields,
-  })
-  .superRefine((route, ctx) => {
-    const problem = authModuleProblem(ROUTE_MODULE_NAMES.filter((m) => route[m] != null));
-    if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.msg });
-  });
+const routeCreateFields = {
+  match_type: matchTypeSchema,
+  match: matchSchema,
+  description: descriptionSchema.default(""),
+  metadata: metadataSchema.default(""),
+  ...moduleRequestFields,
+};
+const oneAuthModule = (route: Partial<Record<RouteModuleName, unknown>>, ctx: z.RefinementCtx) => {
+  const problem = authModuleProblem(ROUTE_MODULE_NAMES.filter((m) => route[m] != null));
+  if (problem) ctx.addIssue({ code: "custom", path: [problem.field], message: problem.msg });
+};
+
+/**
+ * A route or module body may repeat an identifier of its path, as the real API's published
+ * clients do (gaps.md "Compatibility"): equal to the path → ignored; different → 400
+ * (`pathEchoProblems`, checked where the path is known).
+ */
+export const pathEchoSchema = (name: string) =>
+  z
+    .string({ error: "must be a string (the identifier of the path, or omit it)" })
+    .optional()
+    .describe(`Optional; repeats the path's \`${name}\`. Equal to it → ignored; different → 400.`);
+
+/** POST /edges/https/{edge_id}/routes, as the provider and the client build it. `match_type` and `match` are required; one auth module at most. */
+export const routeCreateSchema = z.strictObject(routeCreateFields).superRefine(oneAuthModule);
 export type RouteCreate = z.input<typeof routeCreateSchema>;
 export type RouteCreateCanonical = z.output<typeof routeCreateSchema>;
 
+/** POST /edges/https/{edge_id}/routes as the service accepts it: `routeCreateSchema`, plus the path's `edge_id` repeated. */
+export const routeCreateBodySchema = z
+  .strictObject({ edge_id: pathEchoSchema("edge_id"), ...routeCreateFields })
+  .superRefine(oneAuthModule);
+
+/**
+ * gaps.md "PATCH": `""` for `match_type` or `match` means "unchanged" (the real API's clients
+ * send empty strings for what the caller did not give; neither can legitimately be empty).
+ */
+const unchangedWhenEmpty = <S extends z.ZodType<string>>(schema: S) =>
+  z
+    .union([schema, z.literal("").transform(() => undefined)])
+    .optional()
+    .describe(`${schema.description ?? ""} On update, "" (or omitted) leaves it unchanged.`.trim());
+
 /**
  * PATCH /edges/https/{edge_id}/routes/{id}. Every field optional; a present module replaces
- * that module whole; an absent or null module is left unchanged.
+ * that module whole; an absent or null module is left unchanged. `edge_id` and `id` may repeat
+ * the path's.
  */
 export const routeUpdateSchema = z.strictObject({
-  match_type: matchTypeSchema.optional(),
-  match: matchSchema.optional(),
+  edge_id: pathEchoSchema("edge_id"),
+  id: pathEchoSchema("id"),
+  match_type: unchangedWhenEmpty(matchTypeSchema),
+  match: unchangedWhenEmpty(matchSchema),
   description: descriptionSchema.optional(),
   metadata: metadataSchema.optional(),
   ...moduleRequestFields,

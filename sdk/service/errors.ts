@@ -22,7 +22,7 @@ export class ApiError extends Error {
   }
 
   static invalid(problems: Problem[]): ApiError {
-    const unknownOnly = problems.every((p) => p.msg.startsWith("unknown field"));
+    const unknownOnly = problems.every((p) => p.msg.startsWith("unknown "));
     // A body of 1 MiB can hold 500 000 bad items: report the first ones and count the rest, so the
     // answer stays small (unbounded, it was 60 MB for an 800 KB body).
     const shown = problems.slice(0, MAX_REPORTED_PROBLEMS);

@@ -13,18 +13,24 @@ import {
   issuesToProblems,
   NUM_BUCKETS_UNSET,
   PAGE_LIMIT_DEFAULT,
-  PAGE_LIMIT_MAX,
+  type ModuleBodySchema,
+  moduleBodyForm,
+  type PageQuery,
+  type PathIds,
+  pathEchoProblems,
+  ROUTE_MODULE_BODIES,
   ROUTE_MODULE_NAMES,
-  ROUTE_MODULES,
   type Route,
   type RouteList,
   type RouteModuleName,
+  routeCreateBodySchema,
   routeCreateSchema,
   routeUpdateSchema,
   type TlsEdge,
   type TlsEdgeList,
   type TlsIpRestriction,
-  tlsIpRestrictionMutateSchema,
+  tlsIpRestrictionBodySchema,
+  unwrapModule,
 } from "../contract";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
@@ -53,15 +59,27 @@ export interface RequestContext {
 /** How long an idempotency key is remembered. */
 const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
-export interface PageQuery {
-  limit?: string;
-  before_id?: string;
-}
-
-function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+/**
+ * Parses a request body with its contract schema; identifiers of the path that the body repeats
+ * (gaps.md "Compatibility") must equal the path's.
+ */
+function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}): z.output<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw ApiError.invalid(issuesToProblems(result.error.issues));
+  assertPathEcho(result.data as Record<string, unknown>, path);
   return result.data;
+}
+
+function assertPathEcho(body: Readonly<Record<string, unknown>>, path: PathIds): void {
+  const problems = pathEchoProblems(body, path);
+  if (problems.length > 0) throw ApiError.invalid(problems);
+}
+
+/** A module PUT body, bare or wrapped (`{"edge_id"?, "id"?, "module"}`): the module it carries. */
+function parseModule(schema: ModuleBodySchema, body: unknown, path: PathIds): unknown {
+  const { module, wrapper } = unwrapModule(parse(moduleBodyForm(schema, body), body));
+  if (wrapper) assertPathEcho(wrapper, path);
+  return module;
 }
 
 const EDGE_LABEL: Record<EdgeKind, string> = { https: "HTTPS edge", tls: "TLS edge" };
@@ -121,7 +139,7 @@ export class EdgeService {
   // ------------------------------------------------------------------ routes
 
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
-    const input = parse(routeCreateSchema, body);
+    const input = parse(routeCreateBodySchema, body, { edge_id: edgeId });
     const { match_type, match, description, metadata } = input;
     const modules = pickModules(input); // one auth module at most: the schema's rule
     const id = newId("route");
@@ -207,7 +225,7 @@ export class EdgeService {
    * change.
    */
   updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Promise<Route> {
-    const patch = parse(routeUpdateSchema, body);
+    const patch = parse(routeUpdateSchema, body, { edge_id: edgeId, id });
     const modules = pickModules(patch);
     return this.store.write(async (tx) => {
       const row = await this.requireRoute(tx, edgeId, id);
@@ -237,7 +255,7 @@ export class EdgeService {
 
   putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
-    const config = parse(ROUTE_MODULES[module].request, body);
+    const config = parseModule(ROUTE_MODULE_BODIES[module], body, { edge_id: edgeId, id });
     return this.store.write(async (tx) => {
       const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
@@ -273,7 +291,7 @@ export class EdgeService {
   // ------------------------------------------------------------------ TLS IP restriction
 
   putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): Promise<TlsIpRestriction> {
-    const config = parse(tlsIpRestrictionMutateSchema, body);
+    const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as IpPolicyConfig;
     return this.store.write(async (tx) => {
       await this.requireEdge(tx, "tls", edgeId);
       await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config), "TLS edge");
@@ -368,15 +386,7 @@ export class EdgeService {
     q: PageQuery,
     seqOf: (id: string) => Promise<number | undefined>,
   ): Promise<{ limit: number; beforeSeq?: number }> {
-    let limit = PAGE_LIMIT_DEFAULT;
-    if (q.limit !== undefined) {
-      limit = Number(q.limit);
-      if (!/^\d+$/.test(q.limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-        throw ApiError.invalid([
-          { field: "limit", msg: `must be an integer between 1 and ${PAGE_LIMIT_MAX}` },
-        ]);
-      }
-    }
+    const limit = q.limit ?? PAGE_LIMIT_DEFAULT; // checked by pageQuerySchema
     if (q.before_id === undefined) return { limit };
     const beforeSeq = await seqOf(q.before_id);
     if (beforeSeq === undefined)

@@ -4,12 +4,13 @@
  */
 import { execFile } from "node:child_process";
 import { X509Certificate } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { quiet, recordingServer, stateExport } from "../engine/support/harness";
+import { MARKER_VARIABLE, processesMarked, survivors } from "../support/leftovers";
 import { programWorkspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -163,18 +164,31 @@ test("declarative: edges.yaml validated with file, line, entry and field; an edi
   }
 });
 
-test("drift-detection: drift-check.sh detects an out-of-band change and restores it", async () => {
+test("drift-detection: drift-check.sh detects an out-of-band change and restores it, leaving nothing behind", async () => {
   const ex = copyExample("drift-detection");
+  // Everything the script starts carries this marker; its own temp dir shows what it left there.
+  const marker = `drift-${process.pid}-${Date.now()}`;
+  const tmp = mkdtempSync(join(tmpdir(), "pe-drift-"));
   try {
     const { stdout, stderr } = await promisify(execFile)("bash", [join(ex.dir, "drift-check.sh")], {
-      env: { ...process.env, ...engine.engineEnv({ stateDir: ex.stateDir }) },
+      env: {
+        ...process.env,
+        ...engine.engineEnv({ stateDir: ex.stateDir }),
+        [MARKER_VARIABLE]: marker,
+        TMPDIR: tmp,
+      },
       maxBuffer: 32 * 1024 * 1024,
     });
     const out = stdout + stderr;
     expect(out).toContain("== drift check (what CI runs): must fail and name the drift");
     expect(out).toMatch(/backendId\s*:\s*"bkd_checkout" => "bkd_hotfix"|bkd_hotfix/);
     expect(out).toContain("== no drift left");
+    // No process the script started outlives it (the edge-service it serves from, above all).
+    expect(await survivors(marker)).toEqual([]);
+    expect(readdirSync(tmp).filter((e) => e.startsWith("edge-"))).toEqual([]);
   } finally {
+    for (const p of processesMarked(marker)) process.kill(p.pid, "SIGKILL");
+    rmSync(tmp, { recursive: true, force: true });
     ex.cleanup();
   }
 });

@@ -5,7 +5,7 @@
  * built by scripts/provision-pulumi.sh). Both programs read the same `spec`; each step asserts on
  * exactly what reached a recording server.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
@@ -61,7 +61,6 @@ describe.each(LANGUAGES)(
     let ws: Workspace;
     let server: RecordingServer;
     let stack: Stack;
-    let dataDir: string;
     let edgeId: string;
     let routeId: string;
     /** The route's service id (its resource id on this face is `<edgeId>/<routeId>`). */
@@ -78,8 +77,7 @@ describe.each(LANGUAGES)(
 
     beforeAll(async () => {
       ws = packagedWorkspace(fixture, `lang-${language.replace(/\W/g, "").toLowerCase()}`);
-      dataDir = mkdtempSync(join(tmpdir(), "edge-lang-"));
-      server = await recordingServer(dataDir);
+      server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-lang-"))); // removed on close
       stack = await engine.directoryStack({
         workDir: ws.dir,
         stackName: "lifecycle",

@@ -51,7 +51,7 @@ describe.each(STORES)("bulk seeding on %s", (_name, open) => {
         );
       }
       expect(new Set(ids).size).toBe(2000);
-      const page = await service.listRoutes(edge.id, { limit: "10" }, ctx);
+      const page = await service.listRoutes(edge.id, { limit: 10 }, ctx);
       expect(page.routes.map((r) => r.id)).toEqual(ids.slice(-10).reverse());
       expect(page.routes[0]!.match).toBe("/bulk/1999");
       expect(page.routes[0]!.backend).toEqual({
@@ -66,7 +66,7 @@ describe.each(STORES)("bulk seeding on %s", (_name, open) => {
       await expect(
         service.createRoutes(edge.id, [body(6000), { match_type: "nope" }]),
       ).rejects.toBeInstanceOf(ApiError);
-      const after = await service.listRoutes(edge.id, { limit: "1" }, ctx);
+      const after = await service.listRoutes(edge.id, { limit: 1 }, ctx);
       expect(after.routes[0]!.id).toBe(ids[ids.length - 1]);
     } finally {
       await store.close();

@@ -54,7 +54,7 @@ describe("background checkpoints", () => {
     // The writing connection never checkpoints (autocheckpoint is off): only the worker can grow
     // the database file.
     await until("the database file holds the routes", () => size(db) > before + 100 * 1024);
-    expect((await service.listRoutes(edge.id, { limit: "1" }, ctx)).routes).toHaveLength(1);
+    expect((await service.listRoutes(edge.id, { limit: 1 }, ctx)).routes).toHaveLength(1);
   });
 
   it("start the WAL over once it passes its bound, so it does not grow under steady writes", async () => {
@@ -79,7 +79,7 @@ describe("background checkpoints", () => {
     // Started over means rewritten from the start: the file keeps its length (cutting it costs
     // the event loop milliseconds on every rewind).
     expect(smallestOnceFull).toBeGreaterThan(bound);
-    expect((await service.listRoutes(edge.id, { limit: "100" }, ctx)).routes).toHaveLength(100);
+    expect((await service.listRoutes(edge.id, { limit: 100 }, ctx)).routes).toHaveLength(100);
   });
 
   it("bound the WAL even for a caller that writes in a loop without ever yielding", async () => {

@@ -116,7 +116,7 @@ describe("schema migrations", () => {
     expect(list.routes).toEqual([expected.c, expected.b, expected.a]); // newest first, rendered alike
     // A new route still sorts first, though schema 2's sequence had moved past a deleted one.
     const d = await service.createRoute(edgeId, { match_type: "exact_path", match: "/d" }, ctx);
-    expect((await service.listRoutes(edgeId, { limit: "2" }, ctx)).routes.map((r) => r.id)).toEqual([
+    expect((await service.listRoutes(edgeId, { limit: 2 }, ctx)).routes.map((r) => r.id)).toEqual([
       d.id,
       expected.c.id,
     ]);

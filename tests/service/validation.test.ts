@@ -415,7 +415,10 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
     });
     const patchable = INVALID.filter(
       ([, extra]) => !("match_type" in extra && extra.match_type === undefined),
-    ).filter(([, extra]) => !("match" in extra && extra.match === undefined));
+    )
+      .filter(([, extra]) => !("match" in extra && extra.match === undefined))
+      // gaps.md "PATCH": `match: ""` means "unchanged" (tested below), not a bad value.
+      .filter(([, extra]) => !("match" in extra && extra.match === ""));
     it.each(patchable)("%s", async (_n, extra, field, code) => {
       await expectRejected(fx, {
         method: "PATCH",
@@ -654,6 +657,281 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
           field: null,
         },
       ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+    });
+  });
+
+  describe("compatibility with the real API's published clients (gaps.md)", () => {
+    let routeId: string;
+    let tlsId: string;
+    const routePath = () => `/edges/https/${edgeId}/routes/${routeId}`;
+    beforeAll(async () => {
+      const route = await fx.client.createRoute(edgeId, {
+        match_type: "path_prefix",
+        match: uniqueMatch("compat"),
+        description: "compat",
+        backend: { backend_id: "bkd_compat" },
+      });
+      routeId = route.id;
+      tlsId = (await fx.client.createTlsEdge()).id;
+    });
+
+    it("route create: edge_id equal to the path is ignored", async () => {
+      const res = await raw(fx.transport, "POST", `/edges/https/${edgeId}/routes`, {
+        body: { edge_id: edgeId, match_type: "exact_path", match: uniqueMatch("echo") },
+      });
+      expect(res.status).toBe(201);
+      expect(res.json.edge_id).toBe(edgeId);
+    });
+
+    // [name, method, path, body, field at fault, error code]
+    const mismatches: Array<[string, string, () => string, () => unknown, string, string]> = [
+      [
+        "create: edge_id of another edge",
+        "POST",
+        () => `/edges/https/${edgeId}/routes`,
+        () => ({ edge_id: "edghts_other", match_type: "exact_path", match: uniqueMatch("x") }),
+        "edge_id",
+        V,
+      ],
+      [
+        "create: id is not a create field",
+        "POST",
+        () => `/edges/https/${edgeId}/routes`,
+        () => ({ id: routeId, match_type: "exact_path", match: uniqueMatch("x") }),
+        "id",
+        U,
+      ],
+      [
+        "create: edge_id not a string",
+        "POST",
+        () => `/edges/https/${edgeId}/routes`,
+        () => ({ edge_id: 7, match_type: "exact_path", match: uniqueMatch("x") }),
+        "edge_id",
+        V,
+      ],
+      [
+        "update: edge_id of another edge",
+        "PATCH",
+        routePath,
+        () => ({ edge_id: "edghts_other", description: "no" }),
+        "edge_id",
+        V,
+      ],
+      [
+        "update: id of another route",
+        "PATCH",
+        routePath,
+        () => ({ edge_id: edgeId, id: "edghtsrt_other", description: "no" }),
+        "id",
+        V,
+      ],
+      [
+        "wrapped module: id of another route",
+        "PUT",
+        () => `${routePath()}/backend`,
+        () => ({ edge_id: edgeId, id: "edghtsrt_other", module: { backend_id: "b" } }),
+        "id",
+        V,
+      ],
+      [
+        "wrapped module: edge_id of another edge",
+        "PUT",
+        () => `${routePath()}/compression`,
+        () => ({ edge_id: "edghts_other", module: {} }),
+        "edge_id",
+        V,
+      ],
+      [
+        "wrapped module: bad inner field, named with its path",
+        "PUT",
+        () => `${routePath()}/circuit_breaker`,
+        () => ({ module: { num_buckets: 500 } }),
+        "module.num_buckets",
+        V,
+      ],
+      [
+        "wrapped module: unknown key beside module",
+        "PUT",
+        () => `${routePath()}/compression`,
+        () => ({ module: {}, route_id: "x" }),
+        "route_id",
+        U,
+      ],
+      [
+        "bare module: unknown field is still refused",
+        "PUT",
+        () => `${routePath()}/compression`,
+        () => ({ enabeld: true }),
+        "enabeld",
+        U,
+      ],
+      [
+        "bare module: bad field is named as before",
+        "PUT",
+        () => `${routePath()}/backend`,
+        () => ({ backend_id: "" }),
+        "backend_id",
+        V,
+      ],
+      [
+        "TLS wrapped: id of another edge",
+        "PUT",
+        () => `/edges/tls/${tlsId}/ip_restriction`,
+        () => ({ id: "edgtls_other", module: { ip_policy_ids: ["ipp_1"] } }),
+        "id",
+        V,
+      ],
+      [
+        "TLS wrapped: edge_id is not a field of it",
+        "PUT",
+        () => `/edges/tls/${tlsId}/ip_restriction`,
+        () => ({ edge_id: tlsId, module: { ip_policy_ids: ["ipp_1"] } }),
+        "edge_id",
+        U,
+      ],
+      [
+        "update: match_type still checked when not empty",
+        "PATCH",
+        routePath,
+        () => ({ match_type: "regex" }),
+        "match_type",
+        V,
+      ],
+    ];
+    it.each(mismatches)(
+      "%s → 400 naming the field, nothing changed",
+      async (_n, method, path, body, field, code) => {
+        const res = await expectRejected(fx, method, path(), { body: body() }, 400, code, field);
+        expect(res.json.msg).toContain(field);
+      },
+    );
+
+    it("update: edge_id and id equal to the path are ignored", async () => {
+      const res = await raw(fx.transport, "PATCH", routePath(), {
+        body: { edge_id: edgeId, id: routeId, description: "echoed" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({ id: routeId, edge_id: edgeId, description: "echoed" });
+    });
+
+    it('update: match_type "" and match "" (the Python client\'s "not given") leave both unchanged', async () => {
+      const before = await fx.client.getRoute(edgeId, routeId);
+      const res = await raw(fx.transport, "PATCH", routePath(), {
+        body: { match_type: "", match: "", description: "py", metadata: "" },
+      });
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject({
+        match_type: before.match_type,
+        match: before.match,
+        description: "py",
+      });
+      expect(res.json.backend).toEqual(before.backend);
+    });
+
+    // [module, wrapped body, expected response fields]
+    const wrapped: Array<[string, (route: string) => Record<string, unknown>, Record<string, unknown>]> = [
+      ["backend", (id) => ({ edge_id: edgeId, id, module: { backend_id: "bkd_w" } }), { enabled: true }],
+      ["compression", () => ({ module: { enabled: false } }), { enabled: false }],
+      ["circuit_breaker", (id) => ({ id, module: { num_buckets: 9 } }), { num_buckets: 9 }],
+      ["traffic_policy", (id) => ({ edge_id: edgeId, id, module: { value: "p" } }), { value: "p" }],
+      ["user_agent_filter", () => ({ module: { deny: ["bot"] } }), { deny: ["bot"] }],
+    ];
+    it.each(wrapped)("PUT %s in the wrapped form = the bare form", async (name, body, expected) => {
+      const res = await raw(fx.transport, "PUT", `${routePath()}/${name}`, { body: body(routeId) });
+      expect(res.status).toBe(200);
+      expect(res.json).toMatchObject(expected);
+      const bare = await raw(fx.transport, "PUT", `${routePath()}/${name}`, {
+        body: body(routeId).module,
+      });
+      expect(bare.json).toEqual(res.json);
+    });
+
+    it("PUT the TLS ip_restriction in the wrapped form", async () => {
+      const res = await raw(fx.transport, "PUT", `/edges/tls/${tlsId}/ip_restriction`, {
+        body: { id: tlsId, module: { ip_policy_ids: ["ipp_w"] } },
+      });
+      expect(res.status).toBe(200);
+      expect(res.json.ip_policies.map((r: { id: string }) => r.id)).toEqual(["ipp_w"]);
+    });
+
+    // Modules whose fields are all optional take a PUT with no body at all as {}.
+    const emptyOk = [
+      "compression",
+      "websocket_tcp_converter",
+      "circuit_breaker",
+      "request_headers",
+      "response_headers",
+      "user_agent_filter",
+    ];
+    it.each(emptyOk)("PUT %s with no body (no bytes, no content type) = {}", async (name) => {
+      const res = await raw(fx.transport, "PUT", `${routePath()}/${name}`);
+      expect(res.status).toBe(200);
+      const braces = await raw(fx.transport, "PUT", `${routePath()}/${name}`, { body: {} });
+      expect(res.json).toEqual(braces.json);
+    });
+    const emptyNotOk: Array<[string, () => string]> = [
+      ["backend (backend_id is required)", () => `${routePath()}/backend`],
+      ["oauth (provider is required)", () => `${routePath()}/oauth`],
+      ["TLS ip_restriction (ip_policy_ids is required)", () => `/edges/tls/${tlsId}/ip_restriction`],
+      ["a route create", () => `/edges/https/${edgeId}/routes`],
+    ];
+    it.each(emptyNotOk)("no body on %s is still 415", async (_n, path) => {
+      const method = path().endsWith("/routes") ? "POST" : "PUT";
+      await expectRejected(fx, method, path(), {}, 415, E.unsupportedMediaType.code, null);
+    });
+    it("bytes without a content type are still 415, even where no body means {}", async () => {
+      await expectRejected(
+        fx,
+        "PUT",
+        `${routePath()}/compression`,
+        { body: "{}", contentType: null },
+        415,
+        E.unsupportedMediaType.code,
+        null,
+      );
+    });
+
+    // [name, method, path with query, parameter named]
+    const queries: Array<[string, string, () => string, string]> = [
+      [
+        "beforeId (camelCase) on the routes list",
+        "GET",
+        () => `/edges/https/${edgeId}/routes?beforeId=${routeId}`,
+        "beforeId",
+      ],
+      ["a typo on the HTTPS edges list", "GET", () => "/edges/https?limt=5", "limt"],
+      [
+        "any parameter on the TLS edges list but limit and before_id",
+        "GET",
+        () => "/edges/tls?limit=5&page=2",
+        "page",
+      ],
+      ["a parameter on a GET that takes none", "GET", () => `${routePath()}?expand=modules`, "expand"],
+      ["a parameter on a module GET", "GET", () => `${routePath()}/backend?x=1`, "x"],
+      ["a parameter on a DELETE", "DELETE", () => `${routePath()}?force=true`, "force"],
+      ["limit given twice", "GET", () => "/edges/https?limit=1&limit=2", "limit"],
+      ["limit out of range (as before)", "GET", () => "/edges/https?limit=101", "limit"],
+    ];
+    it.each(queries)("query: %s → 400 naming the parameter", async (_n, method, path, param) => {
+      const res = await expectRejected(fx, method, path(), {}, 400, param === "limit" ? V : U, param);
+      expect(res.json.msg).toContain(param);
+    });
+    it("query parameters on a write are refused before anything is written", async () => {
+      await expectRejected(
+        fx,
+        "PATCH",
+        `${routePath()}?dry_run=1`,
+        { body: { description: "q" } },
+        400,
+        U,
+        "dry_run",
+      );
+      await expectRejected(fx, "POST", "/edges/https?x=1", { body: {} }, 400, U, "x");
+    });
+    it("the list parameters still work", async () => {
+      const res = await raw(fx.transport, "GET", `/edges/https/${edgeId}/routes?limit=1`);
+      expect(res.status).toBe(200);
+      expect(res.json.routes).toHaveLength(1);
     });
   });
 });

@@ -1,6 +1,6 @@
-import type { MiddlewareHandler } from "hono";
+import type { MiddlewareHandler, Next } from "hono";
 import { formatPath, MAX_BODY_BYTES } from "../../contract";
-import type { Env } from "../context";
+import type { EdgeContext, Env } from "../context";
 import { ApiError } from "../errors";
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -11,7 +11,27 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
  * the context's `body`. Hono's body-limit middleware counts bytes the same way but answers in its
  * own shape, and would read the body a second time.
  */
-export const jsonBody: MiddlewareHandler<Env> = async (c, next) => {
+export const jsonBody: MiddlewareHandler<Env> = (c, next) => readJsonBody(c, next);
+
+/**
+ * `jsonBody` for a PUT whose body may be absent (gaps.md "Compatibility"): a request with no
+ * bytes and no content type has the body `emptyAs(c)`, when that is defined; otherwise the rules
+ * of `jsonBody` apply.
+ */
+export const jsonBodyOrEmpty =
+  (emptyAs: (c: EdgeContext) => object | undefined): MiddlewareHandler<Env> =>
+  async (c, next) => {
+    if (c.req.header("content-type") === undefined) {
+      const empty = emptyAs(c);
+      if (empty !== undefined && (await hasNoBytes(c.req.raw))) {
+        c.set("body", empty);
+        return next();
+      }
+    }
+    return readJsonBody(c, next);
+  };
+
+async function readJsonBody(c: EdgeContext, next: Next): Promise<void> {
   const type = (c.req.header("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
   if (type !== "application/json") {
     throw new ApiError(
@@ -52,7 +72,7 @@ export const jsonBody: MiddlewareHandler<Env> = async (c, next) => {
   }
   c.set("body", parsed);
   await next();
-};
+}
 
 /**
  * Path of a "__proto__" key anywhere in a parsed body. JSON.parse keeps it as an own key, but
@@ -99,4 +119,18 @@ async function readLimited(req: Request, limit: number): Promise<Uint8Array> {
     chunks.push(value);
   }
   return Buffer.concat(chunks);
+}
+
+/** True when the request carries no body bytes at all (what is read of a non-empty body is dropped). */
+async function hasNoBytes(req: Request): Promise<boolean> {
+  if (!req.body) return true;
+  const reader = req.body.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return true;
+    if (value.byteLength > 0) {
+      await reader.cancel();
+      return false;
+    }
+  }
 }

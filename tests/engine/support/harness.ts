@@ -4,6 +4,7 @@
  * project), one state directory per test file, and a recording edge server.
  */
 import type { AddressInfo } from "node:net";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type { Stack } from "@pulumi/pulumi/automation";
@@ -81,6 +82,8 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
       new Promise<void>((resolve) => {
         server.close(() => {
           store.close();
+          // The data directory is the server's (every caller makes a fresh temp dir for it).
+          rmSync(dataDir, { recursive: true, force: true });
           resolve();
         });
         (server as any).closeAllConnections?.();

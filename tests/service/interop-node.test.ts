@@ -1,0 +1,355 @@
+/**
+ * The real API's published Node.js client, `@ngrok/ngrok-api` 0.11.0 (pinned devDependency),
+ * against the service over HTTP with a bearer key: every operation of the contract's scope that
+ * the client has — HTTPS edges, routes, the route modules, TLS edges and their IP restriction,
+ * paging — and our error body read into its error shape.
+ *
+ * Client bugs that fail against the real API as well are named where they bite:
+ * - every `delete()` rejects after the delete succeeded: it parses the empty body of the 204 as
+ *   JSON (`.json()` on node-fetch) and then `JSON.parse`s that error's message. The tests check the
+ *   resource is gone and accept exactly that rejection (`deleted`).
+ * - `list()` pages with `?beforeId=` (camelCase) where the API takes `before_id`: past the first
+ *   page it cannot work (the service refuses the unknown parameter; a server that ignored it would
+ *   serve page 1 forever). Skipped below, with the single-page list tested.
+ * - header maps (`requestHeaders.add`, `responseHeaders.add`) go through its camelCase ⇄
+ *   snake_case key conversion: "X-Foo" is sent as "_x-_foo", "x-foo" read back as "xFoo". Tested
+ *   with names the conversion leaves alone; the mangling case is skipped.
+ * - 0.11.0 has no traffic_policy (route field or module): not in this client's scope.
+ */
+import { Ngrok } from "@ngrok/ngrok-api";
+import { EdgeClient } from "../../sdk/client";
+import { type RunningServer, startServer } from "../../sdk/service/server";
+import { httpTransport } from "../../sdk/transport";
+import { IDP_METADATA, makeTempDir, removeDir, uniqueMatch } from "./helpers";
+
+const API_KEY = "node-client-key-0123";
+
+describe("@ngrok/ngrok-api 0.11.0 (the published Node.js client) against the service", () => {
+  let dataDir: string;
+  let server: RunningServer;
+  let ngrok: Ngrok;
+  /** Our own client, to see what the service stored. */
+  let ours: EdgeClient;
+
+  beforeAll(async () => {
+    dataDir = makeTempDir("interop-node");
+    server = await startServer({ dataDir, port: 0, apiKey: API_KEY });
+    ngrok = new Ngrok({ apiToken: API_KEY, baseUrl: server.url });
+    ours = new EdgeClient(httpTransport({ baseUrl: server.url, apiKey: API_KEY, retries: 0 }));
+  });
+  afterAll(async () => {
+    await server.close();
+    removeDir(dataDir);
+  });
+
+  /** Client bug (see top): a delete that worked rejects while parsing the empty 204 body. */
+  async function deleted(call: Promise<unknown>): Promise<void> {
+    const outcome = await call.then(
+      () => "resolved",
+      (e: unknown) => e,
+    );
+    // When the client is fixed, this fails: drop the bug from the list above and resolve here.
+    expect(outcome).toBeInstanceOf(SyntaxError);
+    expect(String(outcome)).toMatch(/JSON/);
+  }
+
+  /** The error the client throws for an API error: our error body, read by the client. */
+  async function apiError(call: Promise<unknown>): Promise<{
+    errorCode: string;
+    statusCode: number;
+    msg: string;
+    details: Map<string, unknown>;
+  }> {
+    const e = await call.then(
+      () => {
+        throw new Error("expected the call to fail");
+      },
+      (err: unknown) => err,
+    );
+    return e as never;
+  }
+
+  describe("HTTPS edges", () => {
+    it("create, get, list, delete; get after delete → its 404 error", async () => {
+      const edge = await ngrok.edges.edgesHttps.create({
+        description: "node client",
+        metadata: "m",
+        hostports: ["node.example.com:443"],
+      });
+      expect(edge.id).toMatch(/^edghts_/);
+      expect(edge.hostports).toEqual(["node.example.com:443"]);
+      const got = await ngrok.edges.edgesHttps.get(edge.id);
+      expect(got).toMatchObject({ id: edge.id, description: "node client", metadata: "m", routes: [] });
+      const all = await ngrok.edges.edgesHttps.list();
+      expect(all.map((e) => e.id)).toContain(edge.id);
+      await deleted(ngrok.edges.edgesHttps.delete(edge.id));
+      const err = await apiError(ngrok.edges.edgesHttps.get(edge.id));
+      expect(err).toMatchObject({ errorCode: "ERR_EDGE_404", statusCode: 404 });
+      expect(err.msg).toContain(edge.id);
+      expect(err.details.get("operationId")).toMatch(/^op_/);
+    });
+
+    it("list with a page size that fits everything in one page", async () => {
+      const a = await ngrok.edges.edgesHttps.create({});
+      const b = await ngrok.edges.edgesHttps.create({});
+      const ids = (await ngrok.edges.edgesHttps.list(undefined, "100")).map((e) => e.id);
+      expect(ids).toEqual(expect.arrayContaining([a.id, b.id]));
+    });
+
+    it.skip("client bug (fails against the real API too): list() past the first page sends ?beforeId= instead of ?before_id=", () => {
+      // ngrok.edges.edgesHttps.list(undefined, "1") with two edges: the second request is
+      // GET /edges/https?beforeId=...&limit=1, refused with 400 naming `beforeId`
+      // (tests/service/validation.test.ts, "query: beforeId ...").
+    });
+  });
+
+  describe("routes", () => {
+    let edgeId: string;
+    beforeAll(async () => {
+      edgeId = (await ngrok.edges.edgesHttps.create({ description: "routes" })).id;
+    });
+
+    it("create (the client repeats edge_id in the body), get, update, delete", async () => {
+      const match = uniqueMatch("node");
+      const route = await ngrok.edges.edgesHttpsRoutes.create({
+        edgeId,
+        matchType: "path_prefix",
+        match,
+        description: "made by the node client",
+        backend: { backendId: "bkd_node" },
+        compression: {},
+        circuitBreaker: {
+          trippedDuration: 30,
+          rollingWindow: 60,
+          numBuckets: 10,
+          volumeThreshold: 20,
+          errorThresholdPercentage: 0.5,
+        },
+      });
+      expect(route).toMatchObject({
+        edgeId,
+        matchType: "path_prefix",
+        match,
+        description: "made by the node client",
+        backend: { enabled: true, backend: { id: "bkd_node" } },
+        compression: { enabled: true },
+        circuitBreaker: { numBuckets: 10, errorThresholdPercentage: 0.5 },
+        ipRestriction: null,
+      });
+      expect(await ngrok.edges.edgesHttpsRoutes.get({ edgeId, id: route.id })).toEqual(route);
+
+      // The client sends edge_id and id with the update: equal to the path, they are ignored. Its
+      // type requires matchType and match: "" leaves them unchanged (gaps.md "PATCH").
+      const updated = await ngrok.edges.edgesHttpsRoutes.update({
+        edgeId,
+        id: route.id,
+        matchType: "",
+        match: "",
+        description: "updated",
+        backend: { backendId: "bkd_node_2", enabled: false },
+      });
+      expect(updated).toMatchObject({
+        matchType: "path_prefix",
+        match,
+        description: "updated",
+        backend: { enabled: false, backend: { id: "bkd_node_2" } },
+        compression: { enabled: true },
+      });
+      expect((await ours.getRoute(edgeId, route.id)).description).toBe("updated");
+
+      await deleted(ngrok.edges.edgesHttpsRoutes.delete({ edgeId, id: route.id }));
+      const err = await apiError(ngrok.edges.edgesHttpsRoutes.get({ edgeId, id: route.id }));
+      expect(err).toMatchObject({ errorCode: "ERR_EDGE_404", statusCode: 404 });
+    });
+
+    it("a rejected create comes back as the client's error, naming the field", async () => {
+      const err = await apiError(
+        ngrok.edges.edgesHttpsRoutes.create({
+          edgeId,
+          matchType: "regex",
+          match: uniqueMatch("bad"),
+        }),
+      );
+      expect(err).toMatchObject({ errorCode: "ERR_EDGE_101", statusCode: 400 });
+      expect(err.details.get("field")).toBe("match_type");
+    });
+
+    it("the routes appear in the edge", async () => {
+      const route = await ngrok.edges.edgesHttpsRoutes.create({
+        edgeId,
+        matchType: "exact_path",
+        match: uniqueMatch("in-edge"),
+      });
+      const edge = await ngrok.edges.edgesHttps.get(edgeId);
+      expect(edge.routes!.map((r) => r.id)).toContain(route.id);
+    });
+  });
+
+  describe("route modules: replace (the wrapped body the client sends), get, delete", () => {
+    let edgeId: string;
+    let routeId: string;
+    beforeAll(async () => {
+      edgeId = (await ngrok.edges.edgesHttps.create({})).id;
+      routeId = (
+        await ngrok.edges.edgesHttpsRoutes.create({
+          edgeId,
+          matchType: "path_prefix",
+          match: uniqueMatch("mods"),
+        })
+      ).id;
+    });
+
+    const session = {
+      optionsPassthrough: false,
+      cookiePrefix: "n.",
+      inactivityTimeout: 60,
+      maximumDuration: 3600,
+    };
+    type Mod = {
+      replace(a: object): Promise<unknown>;
+      get(a: object): Promise<unknown>;
+      delete(a: object): Promise<void>;
+    };
+    // [client module, wire name, module as the client takes it, what the service stores (our client's view)]
+    const MODULES: Array<[string, string, Record<string, unknown>, Record<string, unknown>]> = [
+      ["edgeRouteBackendModule", "backend", { backendId: "bkd_m" }, { backend: { id: "bkd_m" } }],
+      [
+        "edgeRouteIpRestrictionModule",
+        "ip_restriction",
+        { ipPolicyIds: ["ipp_a", "ipp_b"] },
+        { enabled: true },
+      ],
+      [
+        "edgeRouteCircuitBreakerModule",
+        "circuit_breaker",
+        {
+          trippedDuration: 1,
+          rollingWindow: 2,
+          numBuckets: 3,
+          volumeThreshold: 4,
+          errorThresholdPercentage: 0.25,
+        },
+        { num_buckets: 3, error_threshold_percentage: 0.25 },
+      ],
+      ["edgeRouteCompressionModule", "compression", { enabled: false }, { enabled: false }],
+      [
+        "edgeRouteRequestHeadersModule",
+        "request_headers",
+        { add: { host: "upstream" }, remove: ["cookie"] },
+        { add: { host: "upstream" }, remove: ["cookie"] },
+      ],
+      [
+        "edgeRouteResponseHeadersModule",
+        "response_headers",
+        { add: { server: "edge" }, remove: ["via"] },
+        { add: { server: "edge" }, remove: ["via"] },
+      ],
+      [
+        "edgeRouteWebhookVerificationModule",
+        "webhook_verification",
+        { provider: "GITHUB", secret: "s3cret" },
+        { provider: "github", secret: "s3cret" },
+      ],
+      [
+        "edgeRouteOAuthModule",
+        "oauth",
+        {
+          ...session,
+          authCheckInterval: 300,
+          provider: { github: { teams: ["acme/ops"], organizations: ["acme"] } },
+        },
+        { cookie_prefix: "n.", auth_check_interval: 300 },
+      ],
+      [
+        "edgeRouteSamlModule",
+        "saml",
+        {
+          ...session,
+          idpMetadata: IDP_METADATA,
+          forceAuthn: true,
+          authorizedGroups: ["admins"],
+          nameidFormat: "urn:oasis:names:tc:SAML:2.0:nameid-format:transient",
+        },
+        { force_authn: true, authorized_groups: ["admins"] },
+      ],
+      [
+        "edgeRouteOidcModule",
+        "oidc",
+        {
+          ...session,
+          issuer: "https://id.example.com",
+          clientId: "c",
+          clientSecret: "s",
+          scopes: ["openid"],
+        },
+        { issuer: "https://id.example.com", scopes: ["openid"] },
+      ],
+      ["edgeRouteWebsocketTcpConverterModule", "websocket_tcp_converter", {}, { enabled: true }],
+      [
+        "edgeRouteUserAgentFilterModule",
+        "user_agent_filter",
+        { allow: ["curl"], deny: ["bot"] },
+        { deny: ["bot"] },
+      ],
+    ];
+    it.each(MODULES)("%s", async (accessor, wire, module, stored) => {
+      const client = (ngrok.edgeModules as unknown as Record<string, Mod>)[accessor]!;
+      const put = (await client.replace({ edgeId, id: routeId, module })) as Record<string, unknown>;
+      expect(put).toHaveProperty("enabled");
+      expect(await client.get({ edgeId, id: routeId })).toEqual(put);
+      const route = (await ours.getRoute(edgeId, routeId)) as unknown as Record<string, unknown>;
+      expect(route[wire]).toMatchObject(stored);
+      await deleted(client.delete({ edgeId, id: routeId }));
+      expect(((await ours.getRoute(edgeId, routeId)) as unknown as Record<string, unknown>)[wire]).toBeNull();
+      const err = await apiError(client.get({ edgeId, id: routeId }));
+      expect(err).toMatchObject({ errorCode: "ERR_EDGE_404", statusCode: 404 });
+    });
+
+    it.skip("client bug (fails against the real API too): header names in requestHeaders/responseHeaders.add are case-converted", () => {
+      // replace({ module: { add: { "X-Foo": "1" } } }) sends {"add": {"_x-_foo": "1"}}, and a stored
+      // "x-foo" is read back as "xFoo": the client converts the keys of every object, maps included.
+    });
+  });
+
+  describe("TLS edges and their IP restriction", () => {
+    it("create, get, list, delete", async () => {
+      const edge = await ngrok.edges.edgesTls.create({
+        description: "tls",
+        hostports: ["tls.example.com:443"],
+      });
+      expect(edge.id).toMatch(/^edgtls_/);
+      expect(await ngrok.edges.edgesTls.get(edge.id)).toMatchObject({ id: edge.id, ipRestriction: null });
+      expect((await ngrok.edges.edgesTls.list()).map((e) => e.id)).toContain(edge.id);
+      await deleted(ngrok.edges.edgesTls.delete(edge.id));
+      expect(await apiError(ngrok.edges.edgesTls.get(edge.id))).toMatchObject({ statusCode: 404 });
+    });
+
+    it("ip_restriction: replace (wrapped body with the edge's id), get, delete; get after delete → 404", async () => {
+      const edge = await ngrok.edges.edgesTls.create({});
+      const m = ngrok.edgeModules.tlsEdgeIpRestrictionModule;
+      const put = await m.replace({
+        id: edge.id,
+        module: { enabled: false, ipPolicyIds: ["ipp_x", "ipp_y"] },
+      });
+      expect(put).toEqual({
+        enabled: false,
+        ipPolicies: [
+          { id: "ipp_x", uri: `${server.url}/ip_policies/ipp_x` },
+          { id: "ipp_y", uri: `${server.url}/ip_policies/ipp_y` },
+        ],
+      });
+      expect(await m.get(edge.id)).toEqual(put);
+      expect((await ngrok.edges.edgesTls.get(edge.id)).ipRestriction).toEqual(put);
+      await deleted(m.delete(edge.id));
+      expect(await apiError(m.get(edge.id))).toMatchObject({ errorCode: "ERR_EDGE_404", statusCode: 404 });
+    });
+  });
+
+  it("a wrong key is the client's 401 error", async () => {
+    const wrong = new Ngrok({ apiToken: "wrong", baseUrl: server.url });
+    expect(await apiError(wrong.edges.edgesHttps.list())).toMatchObject({
+      errorCode: "ERR_EDGE_401",
+      statusCode: 401,
+    });
+  });
+});

@@ -1,0 +1,27 @@
+/**
+ * Jest globalSetup (npm test): marks the run so that the teardown can tell what it left behind.
+ * - Every process a test starts inherits `PULUMI_EDGE_TEST_RUN=<this run>` (tests/support/leftovers).
+ * - The run gets a temp directory of its own (TMPDIR), so the `edge-*` directories it leaves are
+ *   told apart from those of a developer's other runs in the same OS temp dir.
+ */
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { MARKER_VARIABLE } from "./leftovers";
+
+export interface RunMarks {
+  marker: string;
+  tmp: string;
+  tmpBefore: string | undefined;
+}
+
+export default function globalSetup(): void {
+  const marks: RunMarks = {
+    marker: `${process.pid}-${Date.now().toString(36)}`,
+    tmp: fs.mkdtempSync(path.join(os.tmpdir(), "pe-test-run-")),
+    tmpBefore: process.env.TMPDIR,
+  };
+  process.env[MARKER_VARIABLE] = marks.marker;
+  process.env.TMPDIR = marks.tmp;
+  (globalThis as { __pulumiEdgeRun?: RunMarks }).__pulumiEdgeRun = marks;
+}
