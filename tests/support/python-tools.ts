@@ -1,23 +1,23 @@
 /**
- * The Python tools some tests drive the service with — schemathesis (the property-based API
- * tester) and `ngrok-api` (the real API's published Python client) — installed from PyPI into a
- * venv of their own under node_modules/.cache, at the versions pinned in python-tools.txt. Made
- * once per pin set (the directory name is the hash of the pins), then reused. Fails loudly, never
- * skips: no Python or no PyPI is a broken test machine, not a passing test.
+ * Python for the tests, from PyPI into virtualenvs of their own, one per pin set (the directory
+ * name is the hash of the pins), made once per machine under ~/.cache/pulumi-edge/venvs and
+ * reused. Fails loudly, never skips: no Python or no PyPI is a broken test machine, not a
+ * passing test. Users: the service tests' tools — schemathesis (the property-based API tester)
+ * and `ngrok-api` (the real API's published Python client), pinned in python-tools.txt — and the
+ * packaged face's Python programs (the `pulumi` SDK at the engine's version).
  */
 import { execFile, execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import * as fs from "node:fs";
+import { homedir } from "node:os";
 import * as path from "node:path";
 
-const ROOT = path.join(__dirname, "../..");
 const PINS = path.join(__dirname, "python-tools.txt");
-const CACHE = path.join(ROOT, "node_modules/.cache/pulumi-edge-python-tools");
+const CACHE = path.join(process.env.XDG_CACHE_HOME || path.join(homedir(), ".cache"), "pulumi-edge", "venvs");
 
-/** The venv's python, with the pinned tools installed. */
-export function ensurePythonTools(): string {
-  const pins = fs.readFileSync(PINS, "utf8");
-  const dir = path.join(CACHE, createHash("sha256").update(pins).digest("hex").slice(0, 16));
+/** A venv with `requirements` (pip's requirements-file text) installed; returns its python. */
+export function ensureVenv(requirements: string): string {
+  const dir = path.join(CACHE, createHash("sha256").update(requirements).digest("hex").slice(0, 16));
   const python = path.join(dir, "bin/python");
   if (fs.existsSync(path.join(dir, "ready"))) return python;
   // Built beside and renamed into place, so that two test files never see half a venv.
@@ -32,18 +32,28 @@ export function ensurePythonTools(): string {
       const err = e as { stderr?: Buffer; message: string };
       throw new Error(
         `${what} failed: ${err.stderr?.toString().slice(-2000) ?? err.message}\n` +
-          "These tests need python3 (with venv) and PyPI (pip install of tests/support/python-tools.txt); " +
+          "These tests need python3 (with venv) and PyPI (pip install of pinned packages); " +
           "they do not skip without them.",
       );
     }
   };
   run("python3", ["-m", "venv", building], "python3 -m venv");
+  fs.writeFileSync(path.join(building, "requirements.txt"), requirements);
   run(
     path.join(building, "bin/python"),
-    ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-input", "-r", PINS],
+    [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      "--no-input",
+      "-r",
+      path.join(building, "requirements.txt"),
+    ],
     "pip install from PyPI",
   );
-  fs.writeFileSync(path.join(building, "ready"), pins);
+  fs.writeFileSync(path.join(building, "ready"), requirements);
   try {
     fs.renameSync(building, dir);
   } catch {
@@ -51,6 +61,11 @@ export function ensurePythonTools(): string {
     fs.rmSync(building, { recursive: true, force: true });
   }
   return python;
+}
+
+/** The venv's python, with the service tests' pinned tools installed. */
+export function ensurePythonTools(): string {
+  return ensureVenv(fs.readFileSync(PINS, "utf8"));
 }
 
 export interface PythonResult {
