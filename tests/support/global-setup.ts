@@ -21,6 +21,9 @@ export default function globalSetup(): void {
     tmp: fs.mkdtempSync(path.join(os.tmpdir(), "pe-test-run-")),
     tmpBefore: process.env.TMPDIR,
   };
+  // Traversable by others (mkdtemp makes it 0700): the PostgreSQL test clusters run as an
+  // unprivileged user from directories inside it (tests/support/postgres.ts).
+  fs.chmodSync(marks.tmp, 0o711);
   process.env[MARKER_VARIABLE] = marks.marker;
   process.env.TMPDIR = marks.tmp;
   (globalThis as { __pulumiEdgeRun?: RunMarks }).__pulumiEdgeRun = marks;
