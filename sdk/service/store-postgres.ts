@@ -34,14 +34,19 @@ import {
   UniqueViolation,
 } from "./store";
 
-/** Ordered schema migrations of the PostgreSQL store; index + 1 is the version. Never edit one. */
+/**
+ * Ordered schema migrations of the PostgreSQL store; index + 1 is the version. Never edit one.
+ * The strings a client chooses (descriptions, metadata, a route's match) are BYTEA, their UTF-8
+ * bytes: PostgreSQL's TEXT cannot hold U+0000, which the API accepts (and SQLite stores). JSON
+ * columns are TEXT: JSON.stringify escapes U+0000.
+ */
 export const PG_MIGRATIONS: readonly string[] = [
   `CREATE TABLE edges (
      seq BIGSERIAL PRIMARY KEY,
      id TEXT NOT NULL UNIQUE,
      kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
-     description TEXT NOT NULL,
-     metadata TEXT NOT NULL,
+     description BYTEA NOT NULL,
+     metadata BYTEA NOT NULL,
      hostports TEXT NOT NULL,
      created_at TEXT NOT NULL
    );
@@ -51,9 +56,9 @@ export const PG_MIGRATIONS: readonly string[] = [
      id TEXT NOT NULL UNIQUE,
      edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
      match_type TEXT NOT NULL,
-     match TEXT NOT NULL,
-     description TEXT NOT NULL,
-     metadata TEXT NOT NULL,
+     match BYTEA NOT NULL,
+     description BYTEA NOT NULL,
+     metadata BYTEA NOT NULL,
      created_at TEXT NOT NULL,
      modules TEXT NOT NULL,
      UNIQUE (edge_id, match_type, match)
@@ -83,9 +88,22 @@ const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
 const LOCK_CLASS_IDEMPOTENCY = 0x65646769;
 
 const TYPE_INT8 = 20;
-/** BIGINT (the seq columns) as a JavaScript number: seqs stay far below 2^53. */
+const TYPE_BYTEA = 17;
+const parseBytea = pg.types.getTypeParser(TYPE_BYTEA, "text") as (value: string) => Buffer;
+/** BIGINT (the seq columns) as a JavaScript number (seqs stay far below 2^53); BYTEA as UTF-8 text. */
 const textParser = (oid: number): ((value: string) => unknown) =>
-  oid === TYPE_INT8 ? Number : (pg.types.getTypeParser(oid, "text") as (value: string) => unknown);
+  oid === TYPE_INT8
+    ? Number
+    : oid === TYPE_BYTEA
+      ? (value: string) => parseBytea(value).toString("utf8")
+      : (pg.types.getTypeParser(oid, "text") as (value: string) => unknown);
+
+/** The BYTEA columns of each table (see PG_MIGRATIONS): written as UTF-8 bytes. */
+const BYTEA_COLUMNS: Record<string, readonly string[]> = {
+  edges: ["description", "metadata"],
+  routes: ["match", "description", "metadata"],
+};
+const bytes = (s: string): Buffer => Buffer.from(s, "utf8");
 const types = { getTypeParser: textParser };
 
 export interface PostgresStoreOptions {
@@ -98,7 +116,7 @@ export interface PostgresStoreOptions {
 }
 
 type Raw = Record<string, unknown>;
-type Value = string | number | null;
+type Value = string | number | Buffer | null;
 
 /** The URL without its password, for logs and messages. */
 export function redactUrl(url: string): string {
@@ -189,7 +207,7 @@ export class PgTx implements StoreTx {
     await this.q(
       "edge_insert",
       "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-      [e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at],
+      [e.id, e.kind, bytes(e.description), bytes(e.metadata), JSON.stringify(e.hostports), e.created_at],
     );
   }
 
@@ -222,9 +240,9 @@ export class PgTx implements StoreTx {
         r.id,
         r.edge_id,
         r.match_type,
-        r.match,
-        r.description,
-        r.metadata,
+        bytes(r.match),
+        bytes(r.description),
+        bytes(r.metadata),
         r.created_at,
         JSON.stringify(r.modules),
       ],
@@ -256,7 +274,7 @@ export class PgTx implements StoreTx {
     await this.q(
       "route_update",
       "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
-      [c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id],
+      [c.match_type, bytes(c.match), bytes(c.description), bytes(c.metadata), JSON.stringify(c.modules), id],
     );
   }
 
@@ -548,7 +566,8 @@ export class PostgresStore implements Store {
           const values: Value[] = [];
           const tuples = slice.map((row) => {
             const marks = cols.map((c) => {
-              values.push(row[c] ?? null);
+              const v = row[c] ?? null;
+              values.push(typeof v === "string" && BYTEA_COLUMNS[t]?.includes(c) ? bytes(v) : v);
               return `$${values.length}`;
             });
             return `(${marks.join(", ")})`;

@@ -5,7 +5,7 @@
  * the catalogue, the operation id), names the field when a field is at fault, and changed nothing
  * in the database. Over real HTTP and in-process.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import fc from "fast-check";
 import {
   edgeCreateSchema,
@@ -143,9 +143,9 @@ describe.each(FIXTURES)("bad input %s", (_label, makeFixture) => {
 
   /** Sends one body, judges the answer, cleans an accepted create up; returns the verdict. */
   async function attempt(op: Operation, body: unknown, opts: { contentType?: string | null } = {}) {
-    const before = fingerprint(fx.store);
+    const before = await storeFingerprint(fx.store);
     const res = await raw(fx.transport, op.method, op.path(), { body, contentType: opts.contentType });
-    const after = fingerprint(fx.store);
+    const after = await storeFingerprint(fx.store);
     const context = `${op.method} ${op.path()} ${typeof body === "string" ? body : body instanceof Uint8Array ? Buffer.from(body).toString("hex") : JSON.stringify(body)}`;
     const verdict = judge(res, { before, after }, context);
     if (verdict.status < 400) {

@@ -5,7 +5,7 @@
  * the next `up` with a 409). Creates now carry an `Idempotency-Key`; the service answers a repeat
  * with what the first create made, atomically with it.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES } from "../../sdk/contract";
 import { startServer } from "../../sdk/service/server";
@@ -187,10 +187,10 @@ describe.each(FIXTURES)("Idempotency-Key rules %s", (_label, makeFixture) => {
     const headers = { "idempotency-key": `k1-${fx.kind}` };
     const first = await raw(fx.transport, "POST", routes(), { body, headers });
     expect(first.status).toBe(201);
-    const before = fingerprint(fx.store);
+    const before = await storeFingerprint(fx.store);
     const again = await raw(fx.transport, "POST", routes(), { body, headers });
     expect([again.status, again.json]).toEqual([201, first.json]);
-    expect(fingerprint(fx.store)).toBe(before);
+    expect(await storeFingerprint(fx.store)).toBe(before);
     // Without the key the same body is a second create: a 409 (same match).
     expect((await raw(fx.transport, "POST", routes(), { body })).status).toBe(409);
   });

@@ -4,7 +4,7 @@
  * very long ids) for every operation. Each answer is a clean 4xx (typed, when it reaches the
  * app), the database is unchanged, and the server keeps serving.
  */
-import { fingerprint } from "../support/fingerprint";
+import { storeFingerprint } from "../support/fingerprint";
 import * as http from "node:http";
 import * as net from "node:net";
 import { ERROR_CODES, MAX_BODY_BYTES } from "../../sdk/contract";
@@ -99,11 +99,11 @@ describe.each(FIXTURES)("limits %s", (_label, makeFixture) => {
     code: string,
     field?: string | null,
   ) {
-    const before = fingerprint(fx.store);
+    const before = await storeFingerprint(fx.store);
     const res = await raw(fx.transport, method, path, { body });
     const v = judge(
       res,
-      { before, after: fingerprint(fx.store) },
+      { before, after: await storeFingerprint(fx.store) },
       `${method} ${path} (${body.length} bytes)`,
     );
     tally.add(`limits ${fx.kind}`, `${v.status} ${v.code}`);
@@ -306,12 +306,16 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
     let n = 0;
     for (const s of ODD) {
       for (const [method, path, body] of templates(s)) {
-        const before = fingerprint(fx.store);
+        const before = await storeFingerprint(fx.store);
         const res = await rawHttp(fx.baseUrl, method, path, {
           body,
           headers: body ? { "content-type": "application/json" } : {},
         });
-        const v = judge(res, { before, after: fingerprint(fx.store) }, `${method} ${path.slice(0, 200)}`);
+        const v = judge(
+          res,
+          { before, after: await storeFingerprint(fx.store) },
+          `${method} ${path.slice(0, 200)}`,
+        );
         tally.add("odd paths", `${v.status} ${v.code}`);
         n++;
         // An empty segment may land on an existing collection (GET /edges/https/ lists): 2xx is fine there.
@@ -329,7 +333,7 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
   });
 
   test("what the HTTP parser refuses before the app (raw non-ASCII, a URL over 16 KiB) is a 4xx, and nothing breaks", async () => {
-    const before = fingerprint(fx.store);
+    const before = await storeFingerprint(fx.store);
     const lines = [
       Buffer.from(`GET /edges/https/${edgeId}/routes/é HTTP/1.1\r\n`),
       Buffer.from(`GET /edges/https/${"x".repeat(20_000)} HTTP/1.1\r\n`),
@@ -347,7 +351,7 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
       const what = line.subarray(0, 40).toString();
       expect([what, status >= 400 && status < 500]).toEqual([what, true]);
     }
-    expect(fingerprint(fx.store)).toBe(before);
+    expect(await storeFingerprint(fx.store)).toBe(before);
     expect((await raw(fx.transport, "GET", "/edges/https")).status).toBe(200);
   });
 
@@ -372,9 +376,9 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
     ];
     for (const path of [`/edges/https/${edgeId}/routes`, "/edges/https", "/edges/tls"]) {
       for (const q of queries) {
-        const before = fingerprint(fx.store);
+        const before = await storeFingerprint(fx.store);
         const res = await rawHttp(fx.baseUrl, "GET", `${path}?${q}`);
-        const v = judge(res, { before, after: fingerprint(fx.store) }, `GET ${path}?${q}`);
+        const v = judge(res, { before, after: await storeFingerprint(fx.store) }, `GET ${path}?${q}`);
         tally.add("odd queries", `${v.status} ${v.code ?? ""}`.trim());
         // An unknown parameter (gaps.md) is refused too, naming it as it came.
         if (v.status >= 400)
@@ -388,14 +392,14 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
   });
 
   test("a 1 MiB + 1 body sent chunked (no Content-Length) is refused with 413 on what is read", async () => {
-    const before = fingerprint(fx.store);
+    const before = await storeFingerprint(fx.store);
     const body = `{"description":"${"x".repeat(MAX_BODY_BYTES)}"}`;
     const res = await rawHttp(fx.baseUrl, "POST", "/edges/https", {
       body,
       chunked: true,
       headers: { "content-type": "application/json" },
     });
-    const v = judge(res, { before, after: fingerprint(fx.store) }, "chunked POST /edges/https");
+    const v = judge(res, { before, after: await storeFingerprint(fx.store) }, "chunked POST /edges/https");
     expect([v.status, v.code]).toEqual([413, ERROR_CODES.payloadTooLarge.code]);
     expect((await raw(fx.transport, "GET", "/edges/https")).status).toBe(200);
   });
