@@ -227,28 +227,8 @@ export function fillIds<R extends Pick<Rejection, "path" | "headers">>(
 /** Sends a request that must be rejected, asserts the error, and proves the database is unchanged. */
 export async function expectRejected(
   fx: Pick<Fixture, "transport" | "store">,
-  rejection: Omit<Rejection, "case"> & { case?: string },
-): Promise<RawResponse>;
-/** @deprecated The positional form; pass one `Rejection` (a table row) instead. */
-export async function expectRejected(
-  fx: Pick<Fixture, "transport" | "store">,
-  method: string,
-  urlPath: string,
-  opts: RawOptions,
-  status: number,
-  code: string,
-  field: string | null,
-): Promise<RawResponse>;
-export async function expectRejected(
-  fx: Pick<Fixture, "transport" | "store">,
-  ...args:
-    | [Omit<Rejection, "case"> & { case?: string }]
-    | [string, string, RawOptions, number, string, string | null]
+  r: Omit<Rejection, "case"> & { case?: string },
 ): Promise<RawResponse> {
-  const r =
-    args.length === 1
-      ? args[0]
-      : { method: args[0], path: args[1], ...args[2], status: args[3], code: args[4], field: args[5] };
   const before = await storeFingerprint(fx.store);
   const res = await raw(fx.transport, r.method, r.path, {
     body: r.body,

@@ -801,7 +801,14 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
     it.each(mismatches)(
       "%s → 400 naming the field, nothing changed",
       async (_n, method, path, body, field, code) => {
-        const res = await expectRejected(fx, method, path(), { body: body() }, 400, code, field);
+        const res = await expectRejected(fx, {
+          method,
+          path: path(),
+          body: body(),
+          status: 400,
+          code,
+          field,
+        });
         expect(res.json.msg).toContain(field);
       },
     );
@@ -877,18 +884,24 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
     ];
     it.each(emptyNotOk)("no body on %s is still 415", async (_n, path) => {
       const method = path().endsWith("/routes") ? "POST" : "PUT";
-      await expectRejected(fx, method, path(), {}, 415, E.unsupportedMediaType.code, null);
+      await expectRejected(fx, {
+        method,
+        path: path(),
+        status: 415,
+        code: E.unsupportedMediaType.code,
+        field: null,
+      });
     });
     it("bytes without a content type are still 415, even where no body means {}", async () => {
-      await expectRejected(
-        fx,
-        "PUT",
-        `${routePath()}/compression`,
-        { body: "{}", contentType: null },
-        415,
-        E.unsupportedMediaType.code,
-        null,
-      );
+      await expectRejected(fx, {
+        method: "PUT",
+        path: `${routePath()}/compression`,
+        body: "{}",
+        contentType: null,
+        status: 415,
+        code: E.unsupportedMediaType.code,
+        field: null,
+      });
     });
 
     // [name, method, path with query, parameter named]
@@ -913,20 +926,21 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
       ["limit out of range (as before)", "GET", () => "/edges/https?limit=101", "limit"],
     ];
     it.each(queries)("query: %s → 400 naming the parameter", async (_n, method, path, param) => {
-      const res = await expectRejected(fx, method, path(), {}, 400, param === "limit" ? V : U, param);
+      const code = param === "limit" ? V : U;
+      const res = await expectRejected(fx, { method, path: path(), status: 400, code, field: param });
       expect(res.json.msg).toContain(param);
     });
     it("query parameters on a write are refused before anything is written", async () => {
-      await expectRejected(
-        fx,
-        "PATCH",
-        `${routePath()}?dry_run=1`,
-        { body: { description: "q" } },
-        400,
-        U,
-        "dry_run",
-      );
-      await expectRejected(fx, "POST", "/edges/https?x=1", { body: {} }, 400, U, "x");
+      const patch = { method: "PATCH", path: `${routePath()}?dry_run=1`, body: { description: "q" } };
+      await expectRejected(fx, { ...patch, status: 400, code: U, field: "dry_run" });
+      await expectRejected(fx, {
+        method: "POST",
+        path: "/edges/https?x=1",
+        body: {},
+        status: 400,
+        code: U,
+        field: "x",
+      });
     });
     it("the list parameters still work", async () => {
       const res = await raw(fx.transport, "GET", `/edges/https/${edgeId}/routes?limit=1`);
