@@ -84,6 +84,21 @@ function parseModule(schema: ModuleBodySchema, body: unknown, path: PathIds): un
 
 const EDGE_LABEL: Record<EdgeKind, string> = { https: "HTTPS edge", tls: "TLS edge" };
 
+/** The row a route create writes: a new id, its fields, its modules (one auth module at most: the schema's rule). */
+function newRouteRow(edgeId: string, input: z.output<typeof routeCreateSchema>) {
+  const { match_type, match, description, metadata } = input;
+  return {
+    id: newId("route"),
+    edge_id: edgeId,
+    match_type,
+    match,
+    description,
+    metadata,
+    created_at: now(),
+    modules: pickModules(input),
+  };
+}
+
 export class EdgeService {
   constructor(readonly store: Store) {}
 
@@ -139,10 +154,7 @@ export class EdgeService {
   // ------------------------------------------------------------------ routes
 
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
-    const input = parse(routeCreateBodySchema, body, { edge_id: edgeId });
-    const { match_type, match, description, metadata } = input;
-    const modules = pickModules(input); // one auth module at most: the schema's rule
-    const id = newId("route");
+    const row = newRouteRow(edgeId, parse(routeCreateBodySchema, body, { edge_id: edgeId }));
     return this.store.write((tx) =>
       this.once(
         tx,
@@ -150,18 +162,8 @@ export class EdgeService {
         () => `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`,
         async () => {
           await this.requireEdge(tx, "https", edgeId);
-          const row = {
-            id,
-            edge_id: edgeId,
-            match_type,
-            match,
-            description,
-            metadata,
-            created_at: now(),
-            modules,
-          };
           const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row)));
-          await this.ensureSamlKey(tx, id, modules);
+          await this.ensureSamlKey(tx, row.id, row.modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
           return (await this.renderRoutes(tx, [{ seq, ...row }], ctx))[0]!;
         },
@@ -174,21 +176,7 @@ export class EdgeService {
    * seeding of benchmarks and load tests; not part of the HTTP API). Returns the new ids.
    */
   async createRoutes(edgeId: string, bodies: unknown[]): Promise<string[]> {
-    const rows = bodies.map((body) => {
-      const input = parse(routeCreateSchema, body);
-      const { match_type, match, description, metadata } = input;
-      const modules = pickModules(input);
-      return {
-        id: newId("route"),
-        edge_id: edgeId,
-        match_type,
-        match,
-        description,
-        metadata,
-        created_at: now(),
-        modules,
-      };
-    });
+    const rows = bodies.map((body) => newRouteRow(edgeId, parse(routeCreateSchema, body)));
     return this.store.write(async (tx) => {
       await this.requireEdge(tx, "https", edgeId);
       for (const row of rows) {

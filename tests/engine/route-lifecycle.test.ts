@@ -14,22 +14,12 @@ import {
   setSpec,
   specStack,
   stateExport,
+  LIFECYCLE_ROUTE as baseRoute,
   stateFiles,
   workspace,
 } from "./support/harness";
 
 const WEBHOOK_SECRET = "whsec-4f1c9e2b-never-in-state";
-const baseRoute = {
-  matchType: "path_prefix",
-  match: "/api",
-  description: "public API",
-  backend: { backendId: "bkd_1" },
-  circuitBreaker: { trippedDuration: 30, numBuckets: 10, errorThresholdPercentage: 0.5 },
-  compression: {},
-  requestHeaders: { add: { "X-Foo": "bar" }, remove: ["Cookie"] },
-  ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_a"] },
-  webhookVerification: { provider: "GitHub", secret: "secret:webhookSecret" },
-};
 const spec = (route: Record<string, unknown>, edge = "a") => ({
   edges: ["a", "b"],
   routes: [{ name: "api", edge, args: route }],

@@ -15,6 +15,7 @@ import {
   recordingServer,
   setSpec,
   stateExport,
+  LIFECYCLE_ROUTE as baseRoute,
   stateFiles,
 } from "../engine/support/harness";
 import type { Workspace } from "../support/workspace";
@@ -24,17 +25,6 @@ import { pythonEnv, pythonHostProblem } from "./support/python";
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
 const WEBHOOK_SECRET = "whsec-7d2a-packaged-never-in-state";
-const baseRoute = {
-  matchType: "path_prefix",
-  match: "/api",
-  description: "public API",
-  backend: { backendId: "bkd_1" },
-  circuitBreaker: { trippedDuration: 30, numBuckets: 10, errorThresholdPercentage: 0.5 },
-  compression: {},
-  requestHeaders: { add: { "X-Foo": "bar" }, remove: ["Cookie"] },
-  ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_a"] },
-  webhookVerification: { provider: "GitHub", secret: "secret:webhookSecret" },
-};
 const changed = { ...baseRoute, circuitBreaker: { ...baseRoute.circuitBreaker, numBuckets: 20 } };
 const { compression: _removed, ...withoutCompression } = changed;
 const spec = (route: Record<string, unknown>) => ({

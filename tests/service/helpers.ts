@@ -40,12 +40,16 @@ export interface Fixture {
 }
 
 /** The service on a real socket (port 0), spoken to through `httpTransport` without retries. */
-export async function httpFixture(): Promise<Fixture> {
-  const dataDir = makeTempDir("http");
-  const server = await startServer({ dataDir, port: 0 });
+export function httpFixture(): Promise<Fixture> {
+  return serverFixture("http");
+}
+
+async function serverFixture(kind: "http" | "postgres", databaseUrl?: string): Promise<Fixture> {
+  const dataDir = makeTempDir(kind === "http" ? "http" : "pg");
+  const server = await startServer({ dataDir, databaseUrl, port: 0 });
   const transport = httpTransport({ baseUrl: server.url, retries: 0, timeoutMs: 60_000 });
   return {
-    kind: "http",
+    kind,
     baseUrl: server.url,
     transport,
     client: new EdgeClient(transport),
@@ -84,22 +88,7 @@ export async function embeddedFixture(): Promise<Fixture> {
  */
 export async function postgresFixture(): Promise<Fixture> {
   const cluster = await sharedCluster();
-  const databaseUrl = await cluster.createDatabase();
-  const dataDir = makeTempDir("pg");
-  const server = await startServer({ dataDir, databaseUrl, port: 0 });
-  const transport = httpTransport({ baseUrl: server.url, retries: 0, timeoutMs: 60_000 });
-  return {
-    kind: "postgres",
-    baseUrl: server.url,
-    transport,
-    client: new EdgeClient(transport),
-    store: server.store,
-    dataDir,
-    async close() {
-      await server.close();
-      removeDir(dataDir);
-    },
-  };
+  return serverFixture("postgres", await cluster.createDatabase());
 }
 
 /**

@@ -118,6 +118,22 @@ export async function setSpec(stack: Stack, spec: unknown): Promise<void> {
 
 export const quiet = { color: "never" as const };
 
+/**
+ * The route of the lifecycle tables (both faces, every language): several modules, a header map,
+ * unordered policy ids, a case-folded webhook provider and a config secret (`webhookSecret`).
+ */
+export const LIFECYCLE_ROUTE = {
+  matchType: "path_prefix",
+  match: "/api",
+  description: "public API",
+  backend: { backendId: "bkd_1" },
+  circuitBreaker: { trippedDuration: 30, numBuckets: 10, errorThresholdPercentage: 0.5 },
+  compression: {},
+  requestHeaders: { add: { "X-Foo": "bar" }, remove: ["Cookie"] },
+  ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_a"] },
+  webhookVerification: { provider: "GitHub", secret: "secret:webhookSecret" },
+};
+
 /** `pulumi stack export` as a user runs it (secrets stay encrypted). */
 export async function stateExport(stack: Stack, stateDir: string): Promise<string> {
   const { execFileSync } = await import("node:child_process");
