@@ -25,7 +25,7 @@ async function replicas(n: number): Promise<{ url: string; clis: Cli[]; t: Trans
   const url = await cluster.createDatabase();
   // Started together: the schema migration runs once, under its advisory lock.
   const clis = await Promise.all(
-    Array.from({ length: n }, () => startCli(["--port", "0", "--database", url])),
+    Array.from({ length: n }, () => startCli(["--port", "0", "--database", url, "--pool-size", "4"])),
   );
   const t = clis.map((c) => httpTransport({ baseUrl: c.url, retries: 0, timeoutMs: 60_000 }));
   return { url, clis, t };
