@@ -90,6 +90,30 @@ describe("replicas on one PostgreSQL database", () => {
     for (const c of clis) c.child.kill("SIGTERM");
   });
 
+  it("one Idempotency-Key, the same create sent to both replicas at once: one route, one answer", async () => {
+    const { clis, t } = await replicas(2);
+    const edge = await raw(t[0]!, "POST", "/edges/https", { body: {} });
+    for (let round = 0; round < 10; round++) {
+      const send = (target: Transport) =>
+        raw(target, "POST", `/edges/https/${edge.json.id}/routes`, {
+          body: ROUTE(`/once/${round}`),
+          headers: { "Idempotency-Key": `key-${round}` },
+        });
+      const answers = await Promise.all([send(t[0]!), send(t[1]!), send(t[0]!), send(t[1]!)]);
+      expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+      expect(new Set(answers.map((r) => r.json.id)).size).toBe(1);
+    }
+    const list = await raw(t[1]!, "GET", `/edges/https/${edge.json.id}/routes?limit=100`);
+    expect(list.json.routes).toHaveLength(10);
+    // The same key with another body, through the other replica: refused.
+    const reused = await raw(t[1]!, "POST", `/edges/https/${edge.json.id}/routes`, {
+      body: ROUTE("/other"),
+      headers: { "Idempotency-Key": "key-0" },
+    });
+    expect(reused.status).toBe(400);
+    for (const c of clis) c.child.kill("SIGTERM");
+  });
+
   it("kill -9 of one replica during a write burst: no acknowledged write lost, the other keeps serving", async () => {
     const { clis, t } = await replicas(2);
     const [a, b] = t as [Transport, Transport];
