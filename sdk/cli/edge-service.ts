@@ -17,7 +17,9 @@ import { embeddedTransport, httpTransport } from "../transport";
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
-         (--database: the PostgreSQL store; run several replicas on one database behind a load balancer)
+                          [--pool-size 10]
+         (--database: the PostgreSQL store; run several replicas on one database behind a load
+          balancer; --pool-size: connections of this replica's pool)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -90,6 +92,7 @@ async function main(argv: string[]): Promise<number> {
       body: { type: "string" },
       url: { type: "string" },
       database: { type: "string" },
+      "pool-size": { type: "string" },
       from: { type: "string" },
       to: { type: "string" },
       help: { type: "boolean", short: "h" },
@@ -121,9 +124,17 @@ async function main(argv: string[]): Promise<number> {
   }
   const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
   const databaseUrl = values.database ?? (process.env.EDGE_DATABASE_URL || undefined);
+  let poolSize: number | undefined;
+  if (values["pool-size"] !== undefined) {
+    poolSize = Number(values["pool-size"]);
+    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1000)
+      throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
+    if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
+  }
   const server = await startServer({
     dataDir: values.data,
     databaseUrl,
+    poolSize,
     host: values.host,
     port,
     apiKey,

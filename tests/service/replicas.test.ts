@@ -25,7 +25,7 @@ async function replicas(n: number): Promise<{ url: string; clis: Cli[]; t: Trans
   const url = await cluster.createDatabase();
   // Started together: the schema migration runs once, under its advisory lock.
   const clis = await Promise.all(
-    Array.from({ length: n }, () => startCli(["--port", "0", "--database", url])),
+    Array.from({ length: n }, () => startCli(["--port", "0", "--database", url, "--pool-size", "4"])),
   );
   const t = clis.map((c) => httpTransport({ baseUrl: c.url, retries: 0, timeoutMs: 60_000 }));
   return { url, clis, t };
@@ -87,6 +87,30 @@ describe("replicas on one PostgreSQL database", () => {
         expect(modules.filter((m) => got[m] === null)).toEqual([]);
       }
     }
+    for (const c of clis) c.child.kill("SIGTERM");
+  });
+
+  it("one Idempotency-Key, the same create sent to both replicas at once: one route, one answer", async () => {
+    const { clis, t } = await replicas(2);
+    const edge = await raw(t[0]!, "POST", "/edges/https", { body: {} });
+    for (let round = 0; round < 10; round++) {
+      const send = (target: Transport) =>
+        raw(target, "POST", `/edges/https/${edge.json.id}/routes`, {
+          body: ROUTE(`/once/${round}`),
+          headers: { "Idempotency-Key": `key-${round}` },
+        });
+      const answers = await Promise.all([send(t[0]!), send(t[1]!), send(t[0]!), send(t[1]!)]);
+      expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+      expect(new Set(answers.map((r) => r.json.id)).size).toBe(1);
+    }
+    const list = await raw(t[1]!, "GET", `/edges/https/${edge.json.id}/routes?limit=100`);
+    expect(list.json.routes).toHaveLength(10);
+    // The same key with another body, through the other replica: refused.
+    const reused = await raw(t[1]!, "POST", `/edges/https/${edge.json.id}/routes`, {
+      body: ROUTE("/other"),
+      headers: { "Idempotency-Key": "key-0" },
+    });
+    expect(reused.status).toBe(400);
     for (const c of clis) c.child.kill("SIGTERM");
   });
 
