@@ -65,7 +65,10 @@ function main(argv: string[]): number {
     (JSON.parse(readFileSync(wanted, "utf8")) as { resources?: ImportEntry[] }).resources ?? [];
   const key = (e: { type: string; name: string }) => `${e.type} "${e.name}"`;
   const declaredKeys = new Set(declared.map(key));
-  const missing = plan.imports.filter((e) => !declaredKeys.has(key(e)));
+  // Sorted: the state lists resources in the order the engine happened to create them.
+  const missing = plan.imports
+    .filter((e) => !declaredKeys.has(key(e)))
+    .sort((a, b) => key(a).localeCompare(key(b)));
   if (missing.length > 0) {
     console.error(
       `the program does not declare ${missing.map(key).join(", ")} as packaged resources yet: ` +

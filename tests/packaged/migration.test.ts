@@ -71,7 +71,7 @@ test("before the program is switched, the migration refuses and changes nothing"
   const { code, out } = await migrate("--yes");
   expect(code).toBe(1);
   expect(out).toMatch(
-    /does not declare edge:index:HttpsEdge "web".*import them from "pulumi-edge\/packaged"/s,
+    /does not declare edge:index:HttpsEdge "web", edge:index:HttpsEdgeRoute "api", .*import them from "pulumi-edge\/packaged"/s,
   );
   expect((await stack.exportStack()).deployment.resources).toEqual(before.deployment.resources);
 });
