@@ -102,6 +102,8 @@ function goModule() {
 }
 
 function dotnet() {
+  // gen-sdk needs a backend to start; a throwaway one, removed after.
+  const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-sdks-state-"));
   try {
     execFileSync(
       path.join(engine.PULUMI_BIN, "pulumi"),
@@ -110,7 +112,7 @@ function dotnet() {
         stdio: "pipe",
         env: {
           ...process.env,
-          ...engine.engineEnv({ stateDir: path.join(os.tmpdir(), "pulumi-edge-sdks-state") }),
+          ...engine.engineEnv({ stateDir }),
         },
       },
     );
@@ -124,6 +126,8 @@ function dotnet() {
     log(
       `dotnet: not generated here (${why}); it needs a pulumi-language-dotnet host, which the Go module proxy does not serve`,
     );
+  } finally {
+    fs.rmSync(stateDir, { recursive: true, force: true });
   }
 }
 
