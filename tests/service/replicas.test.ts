@@ -8,6 +8,7 @@
 import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
 import { type PgCluster, sharedCluster } from "../support/postgres";
 import { COMPATIBLE_MODULES, moduleSample, raw } from "./helpers";
+import { EdgeClient } from "../../sdk/client";
 import { httpTransport, type Transport } from "../../sdk/transport";
 
 let cluster: PgCluster;
@@ -29,6 +30,13 @@ async function replicas(n: number): Promise<{ url: string; clis: Cli[]; t: Trans
   );
   const t = clis.map((c) => httpTransport({ baseUrl: c.url, retries: 0, timeoutMs: 60_000 }));
   return { url, clis, t };
+}
+
+/** Every route id of an edge, paged through by the project's own client. */
+async function storedRouteIds(t: Transport, edgeId: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  for await (const r of new EdgeClient(t).allRoutes(edgeId)) ids.add(r.id);
+  return ids;
 }
 
 const ROUTE = (match: string) => ({ match_type: "path_prefix", match });
@@ -153,17 +161,7 @@ describe("replicas on one PostgreSQL database", () => {
     expect(await clis[0]!.exit).toEqual({ code: null, signal: "SIGKILL" });
 
     // Every acknowledged create is stored, read back through the survivor.
-    const stored = new Set<string>();
-    for (let before: string | undefined; ;) {
-      const page = await raw(
-        b,
-        "GET",
-        `/edges/https/${edge.json.id}/routes?limit=100${before ? `&before_id=${before}` : ""}`,
-      );
-      for (const r of page.json.routes) stored.add(r.id);
-      if (!page.json.next_page_uri) break;
-      before = page.json.routes[page.json.routes.length - 1].id;
-    }
+    const stored = await storedRouteIds(b, edge.json.id);
     expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
     clis[1]!.child.kill("SIGTERM");
   });
@@ -206,17 +204,7 @@ describe("replicas on one PostgreSQL database", () => {
     expect([...statuses.keys()].filter((s) => ![200, 201, 503].includes(s))).toEqual([]);
     expect(statuses.get(503) ?? 0).toBeGreaterThan(0); // the outage was seen...
     expect(unavailableWithoutRetryAfter).toBe(0); // ...and always said when to retry
-    const stored = new Set<string>();
-    for (let before: string | undefined; ;) {
-      const page = await raw(
-        t[1]!,
-        "GET",
-        `/edges/https/${edge.json.id}/routes?limit=100${before ? `&before_id=${before}` : ""}`,
-      );
-      for (const r of page.json.routes) stored.add(r.id);
-      if (!page.json.next_page_uri) break;
-      before = page.json.routes[page.json.routes.length - 1].id;
-    }
+    const stored = await storedRouteIds(t[1]!, edge.json.id);
     expect(acknowledged.filter((id) => !stored.has(id))).toEqual([]);
     for (const c of clis) c.child.kill("SIGTERM");
   });
