@@ -48,3 +48,6 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 
 /** Header carrying the operation id of every response. */
 export const OPERATION_ID_HEADER = "Request-Id";
+
+/** Header (value `true`) of a keyed create's answer when an earlier create with its key made the object. */
+export const REPLAYED_HEADER = "Idempotent-Replayed";

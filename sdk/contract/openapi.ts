@@ -12,7 +12,7 @@ import {
   tlsEdgeListSchema,
   tlsEdgeSchema,
 } from "./edges";
-import { ERROR_CODES, errorBodySchema, OPERATION_ID_HEADER } from "./errors";
+import { ERROR_CODES, errorBodySchema, OPERATION_ID_HEADER, REPLAYED_HEADER } from "./errors";
 import { ID_PATTERN, MAX_BODY_BYTES } from "./limits";
 import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { routeCreateBodySchema, routeListSchema, routeSchema, routeUpdateSchema } from "./routes";
@@ -45,7 +45,7 @@ const ERROR_TEXT: Record<number, string> = {
   400: "Invalid input: `details.field` names the (first) field or parameter at fault, `details.problems` lists every problem. Nothing was changed.",
   401: "Missing or wrong API key (`Authorization: Bearer <key>`), when the service requires one.",
   404: "Unknown edge, route or module, or a path identifier outside [A-Za-z0-9_]{1,64}.",
-  409: "Another route of this edge has the same match_type and match.",
+  409: "Conflict: another route of this edge has the same match_type and match; or a keyed PUT of a TLS IP restriction where one is configured already.",
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   415: "The request body is not sent as `Content-Type: application/json`.",
   429: "Too many requests for this API key: retry after `Retry-After` seconds.",
@@ -108,11 +108,23 @@ function operation(op: Op): Json {
       in: "header",
       required: false,
       description:
-        "Makes the create safe to retry: a repeat with the same key and body answers what the first created.",
+        "Makes the create exactly-once: a repeat with the same key and body, in this call or long after, answers the object the first one made, as it is now, for as long as it exists (the answer then carries `Idempotent-Replayed: true`); the same key with another body is a 400.",
       schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },
     });
   }
   const responses: Json = { ...op.success };
+  if (op.idempotent) {
+    for (const answer of Object.values(responses) as Array<{ headers?: Json }>) {
+      answer.headers = {
+        ...answer.headers,
+        [REPLAYED_HEADER]: {
+          description: "`true` when an earlier request with this Idempotency-Key made the object answered.",
+          required: false,
+          schema: { type: "string", enum: ["true"] },
+        },
+      };
+    }
+  }
   // Any operation may meet a bad query parameter, a missing key or the rate limit.
   for (const status of [...new Set([400, 401, 429, ...op.errors])].sort()) {
     responses[status] = errorResponse(status);
@@ -302,12 +314,14 @@ export function buildOpenApi(): Json {
   paths[tlsIp] = {
     put: operation({
       operationId: "put_tls_ip_restriction",
-      summary: "Replace the IP restriction module of a TLS edge",
+      summary:
+        "Replace the IP restriction module of a TLS edge (with an Idempotency-Key: create it, where none is configured)",
       tags: ["TLS edges"],
       path: ["id"],
       body: { schema: ref("TlsIpRestrictionPut"), required: true },
+      idempotent: true,
       success: ok(200, ref("TlsIpRestriction"), "The module."),
-      errors: [404, ...BODY_ERRORS],
+      errors: [404, 409, ...BODY_ERRORS],
     }),
     get: operation({
       operationId: "get_tls_ip_restriction",

@@ -91,7 +91,10 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   }
 
   const ctx = (c: EdgeContext): RequestContext => ({ baseUrl: new URL(c.req.url).origin });
-  /** The context of a create: with its `Idempotency-Key`, when the caller sent one. */
+  /**
+   * The context of a create: with its `Idempotency-Key`, when the caller sent one; an answer to
+   * a repeat says so (`Idempotent-Replayed: true`).
+   */
   const createCtx = (c: EdgeContext): RequestContext => {
     const key = c.req.header("idempotency-key");
     if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
@@ -99,7 +102,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
         { field: "Idempotency-Key", msg: "must be 1 to 255 visible ASCII characters" },
       ]);
     }
-    return { ...ctx(c), idempotencyKey: key };
+    return { ...ctx(c), idempotencyKey: key, onReplay: () => c.set("replayed", true) };
   };
   const p = (c: EdgeContext, name: string): string => {
     const value = c.req.param(name) ?? "";
@@ -176,7 +179,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   app.delete("/edges/tls/:id", (c) => noContent(c, () => service.deleteEdge("tls", p(c, "id"))));
   const tlsIp = "/edges/tls/:id/ip_restriction";
   app.put(tlsIp, jsonBody, (c) =>
-    json(c, 200, () => service.putTlsIpRestriction(p(c, "id"), body(c), ctx(c))),
+    json(c, 200, () => service.putTlsIpRestriction(p(c, "id"), body(c), createCtx(c))),
   );
   app.get(tlsIp, (c) => read(c, () => service.getTlsIpRestriction(p(c, "id"), ctx(c))));
   app.delete(tlsIp, (c) => noContent(c, () => service.deleteTlsIpRestriction(p(c, "id"))));

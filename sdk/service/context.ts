@@ -3,12 +3,12 @@
  * and the two ways an answer is built (success and error), so every answer carries its id.
  */
 import type { Context } from "hono";
-import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER } from "../contract";
+import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER, REPLAYED_HEADER } from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
 import { StoreUnavailable } from "./store";
 
-export type Env = { Variables: { operationId: string; body: unknown } };
+export type Env = { Variables: { operationId: string; body: unknown; replayed: boolean } };
 export type EdgeContext = Context<Env>;
 
 /** The request's operation id (`Request-Id`), made on first use. */
@@ -32,6 +32,7 @@ export function respond(
 ): Response {
   const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
   if (body !== null) headers["Content-Type"] = "application/json";
+  if (c.get("replayed")) headers[REPLAYED_HEADER] = "true";
   return new Response(body, { status, headers });
 }
 

@@ -38,6 +38,9 @@ import {
   type EdgeKind,
   type EdgeRow,
   type ModuleConfigs,
+  type CreatedObject,
+  type CreatedTable,
+  type CreateMark,
   type RouteRow,
   type Store,
   ParentMissing,
@@ -50,14 +53,14 @@ import { createSelfSignedCertificate } from "./x509";
 export interface RequestContext {
   baseUrl: string;
   /**
-   * `Idempotency-Key` of a create: a create repeated with the same key (a client retrying after a
-   * lost answer) answers what the first one created, and creates nothing more.
+   * `Idempotency-Key` of a create: a create repeated with the same key and request (a client
+   * retrying after a lost answer, in this call or a later run) answers the object the first one
+   * made, as it is now, for as long as that object exists; it creates nothing more.
    */
   idempotencyKey?: string;
+  /** Told when a keyed create answers with what an earlier create with its key made. */
+  onReplay?: () => void;
 }
-
-/** How long an idempotency key is remembered. */
-const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Parses a request body with its contract schema; identifiers of the path that the body repeats
@@ -110,15 +113,14 @@ export class EdgeService {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
     return this.store.write((tx) =>
-      this.once(
-        tx,
-        ctx,
-        () => `POST /edges/${kind} ${JSON.stringify(body)}`,
-        async () => {
-          await tx.insertEdge(row);
+      this.once(tx, ctx, "edges", `POST /edges/${kind} ${JSON.stringify(body)}`, {
+        create: async (made) => {
+          await tx.insertEdge(row, made);
           return this.renderEdge(tx, (await tx.getEdge(kind, row.id))!, ctx);
         },
-      ),
+        // The request's digest names the kind: the edge found is of this kind.
+        existing: async (found) => this.renderEdge(tx, (await tx.getEdge(kind, found.id))!, ctx),
+      }),
     );
   }
 
@@ -156,18 +158,18 @@ export class EdgeService {
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const row = newRouteRow(edgeId, parse(routeCreateBodySchema, body, { edge_id: edgeId }));
     return this.store.write((tx) =>
-      this.once(
-        tx,
-        ctx,
-        () => `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`,
-        async () => {
+      this.once(tx, ctx, "routes", `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, {
+        create: async (made) => {
           await this.requireEdge(tx, "https", edgeId);
-          const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row)));
+          const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row, made)));
           await this.ensureSamlKey(tx, row.id, row.modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
           return (await this.renderRoutes(tx, [{ seq, ...row }], ctx))[0]!;
         },
-      ),
+        // The request's digest names the edge: the route found is under edgeId.
+        existing: async (found) =>
+          (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, found.id)], ctx))[0]!,
+      }),
     );
   }
 
@@ -278,23 +280,53 @@ export class EdgeService {
 
   // ------------------------------------------------------------------ TLS IP restriction
 
+  /**
+   * Replaces the module. With an `Idempotency-Key` it is a create instead: it sets a module only
+   * where none is configured (else 409, nothing changed), exactly once per key (a repeat answers
+   * the module that key made, as it is now).
+   */
   putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): Promise<TlsIpRestriction> {
     const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as IpPolicyConfig;
+    const put = async (tx: StoreTx, made?: CreateMark) => {
+      await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config, made), "TLS edge");
+      return renderIpPolicy(config, ctx);
+    };
     return this.store.write(async (tx) => {
       await this.requireEdge(tx, "tls", edgeId);
-      await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config), "TLS edge");
-      return renderIpPolicy(config, ctx);
+      if (ctx.idempotencyKey === undefined) return put(tx);
+      return this.once(
+        tx,
+        ctx,
+        "tls_ip_restrictions",
+        `PUT /edges/tls/${edgeId}/ip_restriction ${JSON.stringify(body)}`,
+        {
+          create: async (made) => {
+            if ((await tx.getTlsRestrictions([edgeId])).has(edgeId)) {
+              throw new ApiError(
+                "conflict",
+                `TLS edge ${edgeId} already has an IP restriction module, made by another request: a PUT with an Idempotency-Key only creates one; PUT without the key to replace it`,
+              );
+            }
+            return put(tx, made);
+          },
+          existing: () => this.getTlsIpRestrictionIn(tx, edgeId, ctx),
+        },
+      );
     });
   }
 
   getTlsIpRestriction(edgeId: string, ctx: RequestContext): Promise<TlsIpRestriction> {
     return this.store.read(async (tx) => {
       await this.requireEdge(tx, "tls", edgeId);
-      const config = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
-      if (config === undefined)
-        throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
-      return renderIpPolicy(config as IpPolicyConfig, ctx);
+      return this.getTlsIpRestrictionIn(tx, edgeId, ctx);
     });
+  }
+
+  private async getTlsIpRestrictionIn(tx: StoreTx, edgeId: string, ctx: RequestContext) {
+    const config = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
+    if (config === undefined)
+      throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
+    return renderIpPolicy(config as IpPolicyConfig, ctx);
   }
 
   async deleteTlsIpRestriction(edgeId: string): Promise<void> {
@@ -309,41 +341,36 @@ export class EdgeService {
   // ------------------------------------------------------------------ internals
 
   /**
-   * Runs a create once per idempotency key (inside the caller's write transaction, so that the
-   * create and the memory of it commit together): a repeat with the same key and request answers
-   * the first answer; the same key with another request is refused. The key is locked first, so
-   * that of two concurrent creates with one key (two replicas), the second waits and answers what
-   * the first created.
+   * Runs a create once per `Idempotency-Key`, inside the caller's write transaction, so that the
+   * object and the key it was made with commit together. The key is kept on the object's own row:
+   * a repeat with the same key and request finds the object and answers it as it is now, for as
+   * long as it exists (no time limit; deleting the object forgets the key); the same key with
+   * another request is refused. The key is locked first, so that of two concurrent creates with
+   * one key (two replicas), the second waits and finds what the first made.
    */
   private async once<T>(
     tx: StoreTx,
     ctx: RequestContext,
-    request: () => string,
-    create: () => Promise<T>,
+    table: CreatedTable,
+    request: string,
+    run: { create: (made?: CreateMark) => Promise<T>; existing: (found: CreatedObject) => Promise<T> },
   ): Promise<T> {
     const key = ctx.idempotencyKey;
-    if (key === undefined) return create();
-    const digest = createHash("sha256").update(request()).digest("base64");
-    await tx.lockIdempotencyKey(key);
-    const seen = await tx.getIdempotent(key);
-    if (seen) {
-      if (seen.request !== digest) {
-        throw ApiError.invalid([
-          { field: "Idempotency-Key", msg: "was already used for a different request" },
-        ]);
-      }
-      return JSON.parse(seen.response) as T;
+    if (key === undefined) return run.create();
+    const digest = createHash("sha256").update(request).digest("base64");
+    await tx.lockCreateKey(key);
+    const found = await tx.findCreated(key);
+    if (!found) return run.create({ key, request: digest });
+    if (found.table !== table || found.request !== digest) {
+      throw ApiError.invalid([
+        {
+          field: "Idempotency-Key",
+          msg: `was already used for a different request (it made ${found.id}): send a new key with a new request`,
+        },
+      ]);
     }
-    const result = await create();
-    const at = Date.now();
-    await tx.putIdempotent(
-      key,
-      digest,
-      JSON.stringify(result),
-      new Date(at).toISOString(),
-      new Date(at - IDEMPOTENCY_TTL_MS).toISOString(),
-    );
-    return result;
+    ctx.onReplay?.();
+    return run.existing(found);
   }
 
   private async requireEdge(tx: StoreTx, kind: EdgeKind, id: string): Promise<EdgeRow> {

@@ -22,7 +22,8 @@ import {
   DATA_TABLES,
   type EdgeKind,
   type EdgeRow,
-  type IdempotentAnswer,
+  type CreatedObject,
+  type CreateMark,
   type ModuleConfigs,
   type RouteChanges,
   type RouteRow,
@@ -33,6 +34,12 @@ import {
   StoreUnavailable,
   UniqueViolation,
 } from "./store";
+
+/** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
+function createMarkColumns(table: string): string {
+  return `ALTER TABLE ${table} ADD COLUMN create_key TEXT, ADD COLUMN create_request TEXT;
+   CREATE UNIQUE INDEX ${table}_by_create_key ON ${table} (create_key) WHERE create_key IS NOT NULL;`;
+}
 
 /**
  * Ordered schema migrations of the PostgreSQL store; index + 1 is the version. Never edit one.
@@ -80,12 +87,22 @@ export const PG_MIGRATIONS: readonly string[] = [
      created_at TEXT NOT NULL
    );
    CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
+  // A create's Idempotency-Key moves onto the object it made, for the object's lifetime (as in
+  // SQLite's schema 4): the keys remembered so far move with it.
+  `${createMarkColumns("edges")}
+   ${createMarkColumns("routes")}
+   ${createMarkColumns("tls_ip_restrictions")}
+   UPDATE edges SET create_key = k.key, create_request = k.request
+     FROM idempotency_keys k WHERE (k.response::json ->> 'id') = edges.id;
+   UPDATE routes SET create_key = k.key, create_request = k.request
+     FROM idempotency_keys k WHERE (k.response::json ->> 'id') = routes.id;
+   DROP TABLE idempotency_keys;`,
 ];
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
 const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
-const LOCK_CLASS_IDEMPOTENCY = 0x65646769;
+const LOCK_CLASS_CREATE_KEY = 0x65646769;
 
 const TYPE_INT8 = 20;
 const TYPE_BYTEA = 17;
@@ -203,11 +220,20 @@ export class PgTx implements StoreTx {
     }
   }
 
-  async insertEdge(e: Omit<EdgeRow, "seq">): Promise<void> {
+  async insertEdge(e: Omit<EdgeRow, "seq">, made?: CreateMark): Promise<void> {
     await this.q(
       "edge_insert",
-      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES ($1, $2, $3, $4, $5, $6)",
-      [e.id, e.kind, bytes(e.description), bytes(e.metadata), JSON.stringify(e.hostports), e.created_at],
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at, create_key, create_request) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+      [
+        e.id,
+        e.kind,
+        bytes(e.description),
+        bytes(e.metadata),
+        JSON.stringify(e.hostports),
+        e.created_at,
+        made?.key ?? null,
+        made?.request ?? null,
+      ],
     );
   }
 
@@ -232,10 +258,10 @@ export class PgTx implements StoreTx {
     return (await this.count("edge_delete", "DELETE FROM edges WHERE id = $1 AND kind = $2", [id, kind])) > 0;
   }
 
-  async insertRoute(r: Omit<RouteRow, "seq">): Promise<number> {
+  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
     const [row] = await this.q(
       "route_insert",
-      "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING seq",
+      "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules, create_key, create_request) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
       [
         r.id,
         r.edge_id,
@@ -245,6 +271,8 @@ export class PgTx implements StoreTx {
         bytes(r.metadata),
         r.created_at,
         JSON.stringify(r.modules),
+        made?.key ?? null,
+        made?.request ?? null,
       ],
     );
     return Number(row!.seq);
@@ -317,11 +345,12 @@ export class PgTx implements StoreTx {
     return out;
   }
 
-  async putTlsRestriction(edgeId: string, config: unknown): Promise<void> {
+  async putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void> {
+    // An existing module keeps the mark of the create that made it.
     await this.q(
       "tls_put",
-      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES ($1, $2) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-      [edgeId, JSON.stringify(config)],
+      "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES ($1, $2, $3, $4) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+      [edgeId, JSON.stringify(config), made?.key ?? null, made?.request ?? null],
     );
   }
 
@@ -331,33 +360,16 @@ export class PgTx implements StoreTx {
     );
   }
 
-  async lockIdempotencyKey(key: string): Promise<void> {
-    await this.q("idem_lock", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [
-      LOCK_CLASS_IDEMPOTENCY,
+  async lockCreateKey(key: string): Promise<void> {
+    await this.q("create_key_lock", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [
+      LOCK_CLASS_CREATE_KEY,
       key,
     ]);
   }
 
-  async getIdempotent(key: string): Promise<IdempotentAnswer | undefined> {
-    const [r] = await this.q("idem_get", "SELECT request, response FROM idempotency_keys WHERE key = $1", [
-      key,
-    ]);
-    return r ? { request: String(r.request), response: String(r.response) } : undefined;
-  }
-
-  async putIdempotent(
-    key: string,
-    request: string,
-    response: string,
-    createdAt: string,
-    forgetBefore: string,
-  ): Promise<void> {
-    await this.q("idem_forget", "DELETE FROM idempotency_keys WHERE created_at < $1", [forgetBefore]);
-    await this.q(
-      "idem_put",
-      "INSERT INTO idempotency_keys (key, request, response, created_at) VALUES ($1, $2, $3, $4)",
-      [key, request, response, createdAt],
-    );
+  async findCreated(key: string): Promise<CreatedObject | undefined> {
+    const [r] = await this.q("find_created", FIND_CREATED, [key]);
+    return r ? (r as unknown as CreatedObject) : undefined;
   }
 
   /** A statement whose one parameter is a text array. */
@@ -369,6 +381,14 @@ export class PgTx implements StoreTx {
     }
   }
 }
+
+/** Finds the object a keyed create made, in whichever table (a key names one request). */
+const FIND_CREATED = `
+  SELECT 'edges' AS "table", id, NULL AS edge_id, kind, create_request AS request FROM edges WHERE create_key = $1
+  UNION ALL
+  SELECT 'routes', id, edge_id, NULL, create_request FROM routes WHERE create_key = $1
+  UNION ALL
+  SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = $1`;
 
 export class PostgresStore implements Store {
   readonly kind = "postgres";

@@ -12,7 +12,8 @@ import {
   DATA_TABLES,
   type EdgeKind,
   type EdgeRow,
-  type IdempotentAnswer,
+  type CreatedObject,
+  type CreateMark,
   type ModuleConfigs,
   type RouteChanges,
   type RouteRow,
@@ -23,6 +24,13 @@ import {
 } from "./store";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
+
+/** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
+function CREATE_MARK_COLUMNS(table: string): string {
+  return `ALTER TABLE ${table} ADD COLUMN create_key TEXT;
+   ALTER TABLE ${table} ADD COLUMN create_request TEXT;
+   CREATE UNIQUE INDEX ${table}_by_create_key ON ${table} (create_key) WHERE create_key IS NOT NULL;`;
+}
 
 /** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
 export const MIGRATIONS: readonly string[] = [
@@ -95,6 +103,19 @@ export const MIGRATIONS: readonly string[] = [
    DROP TABLE routes;
    ALTER TABLE routes_v3 RENAME TO routes;
    CREATE INDEX routes_by_edge ON routes (edge_id, seq);`,
+  // A create's Idempotency-Key moves onto the object it made, for the object's lifetime (exactly-once
+  // creates across Pulumi runs: a key is derived again by the next run, days later). The keys
+  // remembered so far move with it; answers to keys whose object is gone are dropped.
+  `${CREATE_MARK_COLUMNS("edges")}
+   ${CREATE_MARK_COLUMNS("routes")}
+   ${CREATE_MARK_COLUMNS("tls_ip_restrictions")}
+   UPDATE edges SET (create_key, create_request) =
+     (SELECT key, request FROM idempotency_keys WHERE json_extract(response, '$.id') = edges.id)
+     WHERE id IN (SELECT json_extract(response, '$.id') FROM idempotency_keys);
+   UPDATE routes SET (create_key, create_request) =
+     (SELECT key, request FROM idempotency_keys WHERE json_extract(response, '$.id') = routes.id)
+     WHERE id IN (SELECT json_extract(response, '$.id') FROM idempotency_keys);
+   DROP TABLE idempotency_keys;`,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -319,10 +340,19 @@ export class SqliteStore implements Store, StoreTx {
 
   // ------------------------------------------------------------------ edges
 
-  async insertEdge(e: Omit<EdgeRow, "seq">): Promise<void> {
+  async insertEdge(e: Omit<EdgeRow, "seq">, made?: CreateMark): Promise<void> {
     this.sql(
-      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-    ).run(e.id, e.kind, e.description, e.metadata, JSON.stringify(e.hostports), e.created_at);
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at, create_key, create_request) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    ).run(
+      e.id,
+      e.kind,
+      e.description,
+      e.metadata,
+      JSON.stringify(e.hostports),
+      e.created_at,
+      made?.key ?? null,
+      made?.request ?? null,
+    );
   }
 
   async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
@@ -347,11 +377,11 @@ export class SqliteStore implements Store, StoreTx {
   // ------------------------------------------------------------------ routes
 
   /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
-  async insertRoute(r: Omit<RouteRow, "seq">): Promise<number> {
+  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
     try {
       return Number(
         this.sql(
-          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules, create_key, create_request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         ).run(
           r.id,
           r.edge_id,
@@ -361,6 +391,8 @@ export class SqliteStore implements Store, StoreTx {
           r.metadata,
           r.created_at,
           JSON.stringify(r.modules),
+          made?.key ?? null,
+          made?.request ?? null,
         ).lastInsertRowid,
       );
     } catch (e) {
@@ -428,43 +460,35 @@ export class SqliteStore implements Store, StoreTx {
     return out;
   }
 
-  async putTlsRestriction(edgeId: string, config: unknown): Promise<void> {
+  async putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void> {
+    // An existing module keeps the mark of the create that made it.
     this.sql(
-      "INSERT INTO tls_ip_restrictions (edge_id, config) VALUES (?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-    ).run(edgeId, JSON.stringify(config));
+      "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES (?, ?, ?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
+    ).run(edgeId, JSON.stringify(config), made?.key ?? null, made?.request ?? null);
   }
 
   async deleteTlsRestriction(edgeId: string): Promise<boolean> {
     return this.sql("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
   }
 
-  // ------------------------------------------------------------------ idempotency keys
-
-  async getIdempotent(key: string): Promise<IdempotentAnswer | undefined> {
-    return this.sql("SELECT request, response FROM idempotency_keys WHERE key = ?").get(key) as
-      IdempotentAnswer | undefined;
-  }
+  // ------------------------------------------------------------------ keyed creates
 
   /** Nothing to do: transactions on this connection run one at a time, writers across processes too. */
-  async lockIdempotencyKey(_key: string): Promise<void> {}
+  async lockCreateKey(_key: string): Promise<void> {}
 
-  /** Remembers the answer to a create; forgets keys older than `forgetBefore` (ISO time). */
-  async putIdempotent(
-    key: string,
-    request: string,
-    response: string,
-    createdAt: string,
-    forgetBefore: string,
-  ): Promise<void> {
-    this.sql("DELETE FROM idempotency_keys WHERE created_at < ?").run(forgetBefore);
-    this.sql("INSERT INTO idempotency_keys (key, request, response, created_at) VALUES (?, ?, ?, ?)").run(
-      key,
-      request,
-      response,
-      createdAt,
-    );
+  async findCreated(key: string): Promise<CreatedObject | undefined> {
+    const r = this.sql(FIND_CREATED).get(key, key, key) as Raw | undefined;
+    return r ? (r as unknown as CreatedObject) : undefined;
   }
 }
+
+/** Finds the object a keyed create made, in whichever table (a key names one request). */
+const FIND_CREATED = `
+  SELECT 'edges' AS "table", id, NULL AS edge_id, kind, create_request AS request FROM edges WHERE create_key = ?
+  UNION ALL
+  SELECT 'routes', id, edge_id, NULL, create_request FROM routes WHERE create_key = ?
+  UNION ALL
+  SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = ?`;
 
 function isUniqueViolation(e: unknown): boolean {
   const err = e as { code?: string; message?: string };

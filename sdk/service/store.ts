@@ -35,12 +35,28 @@ export interface RouteRow {
 /** What an update of a route may change. */
 export type RouteChanges = Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">;
 
-/** What a create answered, remembered under its `Idempotency-Key`. */
-export interface IdempotentAnswer {
-  /** Digest of the request that created it. */
+/**
+ * The `Idempotency-Key` of the create that made an object, and the digest of that create's request:
+ * kept on the object's own row, so it lives exactly as long as the object (deleting the object
+ * forgets it) and a repeated create finds the object as it is now.
+ */
+export interface CreateMark {
+  key: string;
   request: string;
-  /** The JSON answer. */
-  response: string;
+}
+
+/** The tables whose rows a keyed create makes. */
+export type CreatedTable = "edges" | "routes" | "tls_ip_restrictions";
+
+/** An object a keyed create made: its id (a TLS restriction's is its edge's) and the create's request digest. */
+export interface CreatedObject {
+  table: CreatedTable;
+  id: string;
+  /** The route's edge (routes only). */
+  edge_id?: string;
+  /** The edge's kind (edges only). */
+  kind?: EdgeKind;
+  request: string;
 }
 
 /** A write would duplicate a unique key (a route's match on its edge). */
@@ -56,27 +72,25 @@ export class ParentMissing extends Error {}
 export class StoreUnavailable extends Error {}
 
 /** The data tables, in an order that respects their references (parents first). */
-export const DATA_TABLES = [
-  "edges",
-  "routes",
-  "route_saml_keys",
-  "tls_ip_restrictions",
-  "idempotency_keys",
-] as const;
+export const DATA_TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions"] as const;
 export type DataTable = (typeof DATA_TABLES)[number];
 /** Every row of every data table, columns as stored (JSON columns as text). */
 export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
 
 /** The operations of one transaction. */
 export interface StoreTx {
-  insertEdge(e: Omit<EdgeRow, "seq">): Promise<void>;
+  /** Inserts an edge; `made` marks it as made by a keyed create. */
+  insertEdge(e: Omit<EdgeRow, "seq">, made?: CreateMark): Promise<void>;
   getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined>;
   /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
   listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]>;
   deleteEdge(kind: EdgeKind, id: string): Promise<boolean>;
 
-  /** Inserts a route; returns its seq (greater than any stored: the newest sorts first). */
-  insertRoute(r: Omit<RouteRow, "seq">): Promise<number>;
+  /**
+   * Inserts a route; returns its seq (greater than any stored: the newest sorts first). `made`
+   * marks it as made by a keyed create.
+   */
+  insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number>;
   /** In a write transaction, also locks the route until the transaction ends. */
   getRoute(edgeId: string, id: string): Promise<RouteRow | undefined>;
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]>;
@@ -89,23 +103,17 @@ export interface StoreTx {
   putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void>;
 
   getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>>;
-  putTlsRestriction(edgeId: string, config: unknown): Promise<void>;
+  /** Sets the module; `made` marks a module that did not exist as made by a keyed create. */
+  putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void>;
   deleteTlsRestriction(edgeId: string): Promise<boolean>;
 
   /**
-   * Holds every other writer of `key` (in any process) off until this transaction ends, so that
-   * of two creates with one `Idempotency-Key`, the second sees what the first remembered.
+   * Holds every other writer of `key` (in any process, on any replica) off until this transaction
+   * ends, so that of two creates with one `Idempotency-Key`, the second sees what the first made.
    */
-  lockIdempotencyKey(key: string): Promise<void>;
-  getIdempotent(key: string): Promise<IdempotentAnswer | undefined>;
-  /** Remembers the answer to a create; forgets keys older than `forgetBefore` (ISO time). */
-  putIdempotent(
-    key: string,
-    request: string,
-    response: string,
-    createdAt: string,
-    forgetBefore: string,
-  ): Promise<void>;
+  lockCreateKey(key: string): Promise<void>;
+  /** The object that a create with `key` made (keys are unique across tables), while it exists. */
+  findCreated(key: string): Promise<CreatedObject | undefined>;
 }
 
 export interface Store {

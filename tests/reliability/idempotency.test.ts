@@ -3,7 +3,8 @@
  * is lost after the server acted (connection reset, 504, timeout) could not be retried safely, so
  * the provider failed the deployment and left an orphan edge or route behind (a route then blocked
  * the next `up` with a 409). Creates now carry an `Idempotency-Key`; the service answers a repeat
- * with what the first create made, atomically with it.
+ * with what the first create made, atomically with it. The key is kept on that object for as long
+ * as it exists (a later Pulumi run derives the same key again: exactly-once across runs).
  */
 import { storeFingerprint } from "../support/fingerprint";
 import { EdgeClient } from "../../sdk/client";
@@ -187,9 +188,11 @@ describe.each(FIXTURES)("Idempotency-Key rules %s", (_label, makeFixture) => {
     const headers = { "idempotency-key": `k1-${fx.kind}` };
     const first = await raw(fx.transport, "POST", routes(), { body, headers });
     expect(first.status).toBe(201);
+    expect(first.headers.get("idempotent-replayed")).toBeNull();
     const before = await storeFingerprint(fx.store);
     const again = await raw(fx.transport, "POST", routes(), { body, headers });
     expect([again.status, again.json]).toEqual([201, first.json]);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(await storeFingerprint(fx.store)).toBe(before);
     // Without the key the same body is a second create: a 409 (same match).
     expect((await raw(fx.transport, "POST", routes(), { body })).status).toBe(409);
@@ -270,5 +273,92 @@ describe.each(FIXTURES)("Idempotency-Key rules %s", (_label, makeFixture) => {
     expect(answers[0]!.status).toBe(201);
     const all = (await fx.client.listRoutes(edgeId)).routes.filter((r) => r.match === "/k4");
     expect(all).toHaveLength(1);
+  });
+});
+
+describe.each(FIXTURES)("a create's key lives as long as its object %s", (_label, makeFixture) => {
+  let fx: Fixture;
+  let edgeId: string;
+  let tlsId: string;
+  beforeAll(async () => {
+    fx = await makeFixture();
+    edgeId = (await fx.client.createHttpsEdge({})).id;
+    tlsId = (await fx.client.createTlsEdge({})).id;
+  });
+  afterAll(async () => fx?.close());
+  const routes = () => `/edges/https/${edgeId}/routes`;
+
+  test("a repeat answers the object as it is now, not as it was created", async () => {
+    const body = { match_type: "exact_path", match: "/now" };
+    const headers = { "idempotency-key": `now-${fx.kind}` };
+    const first = await raw(fx.transport, "POST", routes(), { body, headers });
+    await fx.client.updateRoute(edgeId, first.json.id, { description: "changed since" });
+    const again = await raw(fx.transport, "POST", routes(), { body, headers });
+    expect([again.status, again.json.id, again.json.description]).toEqual([
+      201,
+      first.json.id,
+      "changed since",
+    ]);
+  });
+
+  test("deleting the object forgets its key: the same create then makes a new object", async () => {
+    const body = { match_type: "exact_path", match: "/gone-and-back" };
+    const headers = { "idempotency-key": `gone-${fx.kind}` };
+    const first = await raw(fx.transport, "POST", routes(), { body, headers });
+    await fx.client.deleteRoute(edgeId, first.json.id);
+    const again = await raw(fx.transport, "POST", routes(), { body, headers });
+    expect(again.status).toBe(201);
+    expect(again.json.id).not.toBe(first.json.id);
+    expect(again.headers.get("idempotent-replayed")).toBeNull();
+    // The same for an edge, and for the routes an edge's delete takes with it.
+    const edgeHeaders = { "idempotency-key": `gone-edge-${fx.kind}` };
+    const edge = await raw(fx.transport, "POST", "/edges/https", { body: {}, headers: edgeHeaders });
+    const routeHeaders = { "idempotency-key": `gone-child-${fx.kind}` };
+    const child = { match_type: "exact_path", match: "/child" };
+    const path = `/edges/https/${edge.json.id}/routes`;
+    expect((await raw(fx.transport, "POST", path, { body: child, headers: routeHeaders })).status).toBe(201);
+    await fx.client.deleteHttpsEdge(edge.json.id);
+    const edgeAgain = await raw(fx.transport, "POST", "/edges/https", { body: {}, headers: edgeHeaders });
+    expect(edgeAgain.json.id).not.toBe(edge.json.id);
+    // The child's key went with it: reused on another edge's path it is a new request, not a 400.
+    const moved = await raw(fx.transport, "POST", `/edges/https/${edgeAgain.json.id}/routes`, {
+      body: child,
+      headers: routeHeaders,
+    });
+    expect(moved.status).toBe(201);
+  });
+
+  describe("a PUT of a TLS IP restriction with a key is a create", () => {
+    const put = (body: unknown, key?: string) =>
+      raw(fx.transport, "PUT", `/edges/tls/${tlsId}/ip_restriction`, {
+        body,
+        headers: key ? { "idempotency-key": key } : {},
+      });
+
+    test("it sets the module once; a repeat answers it as it is now; another request with the key: 400", async () => {
+      const first = await put({ ip_policy_ids: ["p1"] }, `tls-${fx.kind}`);
+      expect(first.status).toBe(200);
+      expect(first.headers.get("idempotent-replayed")).toBeNull();
+      // A plain PUT replaces it, as always; the key still names the module.
+      expect((await put({ ip_policy_ids: ["p2"] })).status).toBe(200);
+      const again = await put({ ip_policy_ids: ["p1"] }, `tls-${fx.kind}`);
+      expect([again.status, again.json.ip_policies.map((r: { id: string }) => r.id)]).toEqual([200, ["p2"]]);
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      const other = await put({ ip_policy_ids: ["p3"] }, `tls-${fx.kind}`);
+      expect([other.status, other.json.details.field]).toEqual([400, "Idempotency-Key"]);
+    });
+
+    test("where a module is configured already, a keyed PUT is a 409 and changes nothing", async () => {
+      const before = await storeFingerprint(fx.store);
+      const clash = await put({ ip_policy_ids: ["p9"] }, `tls-other-${fx.kind}`);
+      expect([clash.status, clash.json.error_code]).toEqual([409, ERROR_CODES.conflict.code]);
+      expect(await storeFingerprint(fx.store)).toBe(before);
+    });
+
+    test("deleting the module forgets the key", async () => {
+      await fx.client.deleteTlsIpRestriction(tlsId);
+      const fresh = await put({ ip_policy_ids: ["p4"] }, `tls-${fx.kind}`);
+      expect([fresh.status, fresh.headers.get("idempotent-replayed")]).toEqual([200, null]);
+    });
   });
 });

@@ -4,6 +4,7 @@
  * changes nothing, and a directory from a newer version is refused.
  */
 import { fingerprint } from "../support/fingerprint";
+import { createHash } from "node:crypto";
 import * as path from "node:path";
 import Database from "libsql";
 import type { Route } from "../../sdk/contract";
@@ -142,6 +143,59 @@ describe("schema migrations", () => {
       expect(column(db, "SELECT private_key_pem FROM route_saml_keys")).toEqual(["PRIVATE KEY OF B"]);
     } finally {
       db.close();
+    }
+  });
+
+  test("schema 3 → 4: the keys of creates move onto the objects they made; keys of objects gone are dropped", async () => {
+    const db = raw(dir);
+    db.pragma("journal_mode = WAL");
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    for (const m of MIGRATIONS.slice(0, 3)) db.exec(m);
+    db.exec("INSERT INTO meta VALUES ('schema_version', '3')");
+    const at = "2026-01-01T00:00:00.000Z";
+    db.prepare(
+      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at) VALUES ('edghts_old', 'https', '', '', '[]', ?)",
+    ).run(at);
+    db.prepare(
+      "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules) VALUES ('edghtsrt_old', 'edghts_old', 'exact_path', '/x', '', '', ?, '{}')",
+    ).run(at);
+    // As schema 3's service remembered them: a digest of "METHOD path body" and the answer.
+    const digest = (request: string) => createHash("sha256").update(request).digest("base64");
+    const edgeBody = {};
+    const routeBody = { match_type: "exact_path", match: "/x" };
+    const remember = db.prepare("INSERT INTO idempotency_keys VALUES (?, ?, ?, ?)");
+    remember.run(
+      "k-edge",
+      digest(`POST /edges/https ${JSON.stringify(edgeBody)}`),
+      '{"id":"edghts_old"}',
+      at,
+    );
+    remember.run(
+      "k-route",
+      digest(`POST /edges/https/edghts_old/routes ${JSON.stringify(routeBody)}`),
+      '{"id":"edghtsrt_old"}',
+      at,
+    );
+    remember.run("k-gone", "digest", '{"id":"edghts_deleted"}', at);
+    db.close();
+
+    store = SqliteStore.open(dir);
+    const service = new EdgeService(store);
+    const replays: string[] = [];
+    const keyed = (key: string) => ({ ...ctx, idempotencyKey: key, onReplay: () => replays.push(key) });
+    expect((await service.createEdge("https", edgeBody, keyed("k-edge"))).id).toBe("edghts_old");
+    expect((await service.createRoute("edghts_old", routeBody, keyed("k-route"))).id).toBe("edghtsrt_old");
+    expect(replays).toEqual(["k-edge", "k-route"]);
+    expect((await service.createEdge("https", edgeBody, keyed("k-gone"))).id).not.toBe("edghts_deleted");
+    store.close();
+    store = undefined;
+    const after = raw(dir);
+    try {
+      expect(after.prepare("SELECT name FROM sqlite_master WHERE name = 'idempotency_keys'").all()).toEqual(
+        [],
+      );
+    } finally {
+      after.close();
     }
   });
 
