@@ -3,6 +3,7 @@
  * contract, failures raised as EdgeApiError. Bodies are sent exactly as given: header-map keys
  * are never case-converted.
  */
+import { createHash } from "node:crypto";
 import type { z } from "zod";
 import {
   type EdgeCreate,
@@ -15,6 +16,7 @@ import {
   type ModuleResponse,
   OPERATION_ID_HEADER,
   type Problem,
+  REPLAYED_HEADER,
   ROUTE_MODULES,
   type Route,
   type RouteCreate,
@@ -31,7 +33,7 @@ import {
   tlsEdgeSchema,
   tlsIpRestrictionSchema,
 } from "../contract";
-import type { Transport } from "../transport";
+import type { SendOptions, Transport } from "../transport";
 
 /** An error answered by the service (or a response that breaks the contract). */
 export class EdgeApiError extends Error {
@@ -80,14 +82,48 @@ export interface PageOptions {
   beforeId?: string;
 }
 
+/** How a create is made exactly once (see the service's `Idempotency-Key`). */
+export interface CreateOptions {
+  /** The key, as is. */
+  idempotencyKey?: string;
+  /**
+   * Who asks for this object, stably (a Pulumi resource: its stack and URN): the key is derived
+   * from it and the request (method, path, body), so the same request from the same asker carries
+   * the same key in every run, and a create whose answer was lost is answered by the object it
+   * made, even by a later run.
+   */
+  identity?: string;
+}
+
+/**
+ * The `Idempotency-Key` of a request asked for by `identity`: the same for the same identity and
+ * request, different for any other (a replacement with another body gets a new object).
+ */
+export function idempotencyKeyFor(identity: string, method: string, path: string, body: string): string {
+  const digest = createHash("sha256").update([identity, method, path, body].join("\n")).digest("base64url");
+  return `pe1.${digest}`;
+}
+
+const replayed = new WeakSet<object>();
+/** Whether a create's answer is the object an earlier create with the same key made (not a new one). */
+export const wasReplayed = (answer: object): boolean => replayed.has(answer);
+
 const seg = encodeURIComponent;
 
 export class EdgeClient {
-  constructor(readonly transport: Transport) {}
+  constructor(
+    readonly transport: Transport,
+    private readonly options: SendOptions = {},
+  ) {}
+
+  /** This client, its calls telling `options` about their retries. */
+  with(options: SendOptions): EdgeClient {
+    return new EdgeClient(this.transport, { ...this.options, ...options });
+  }
 
   // ---------------------------------------------------------------- HTTPS edges
-  createHttpsEdge(body: EdgeCreate = {}): Promise<HttpsEdge> {
-    return this.call("POST", "/edges/https", httpsEdgeSchema, body);
+  createHttpsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<HttpsEdge> {
+    return this.call("POST", "/edges/https", httpsEdgeSchema, body, create);
   }
   getHttpsEdge(id: string): Promise<HttpsEdge> {
     return this.call("GET", `/edges/https/${seg(id)}`, httpsEdgeSchema);
@@ -100,8 +136,8 @@ export class EdgeClient {
   }
 
   // ---------------------------------------------------------------- TLS edges
-  createTlsEdge(body: EdgeCreate = {}): Promise<TlsEdge> {
-    return this.call("POST", "/edges/tls", tlsEdgeSchema, body);
+  createTlsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<TlsEdge> {
+    return this.call("POST", "/edges/tls", tlsEdgeSchema, body, create);
   }
   getTlsEdge(id: string): Promise<TlsEdge> {
     return this.call("GET", `/edges/tls/${seg(id)}`, tlsEdgeSchema);
@@ -114,8 +150,8 @@ export class EdgeClient {
   }
 
   // ---------------------------------------------------------------- routes
-  createRoute(edgeId: string, body: RouteCreate): Promise<Route> {
-    return this.call("POST", routesPath(edgeId), routeSchema, body);
+  createRoute(edgeId: string, body: RouteCreate, create?: CreateOptions): Promise<Route> {
+    return this.call("POST", routesPath(edgeId), routeSchema, body, create);
   }
   getRoute(edgeId: string, id: string): Promise<Route> {
     return this.call("GET", routePath(edgeId, id), routeSchema);
@@ -169,8 +205,16 @@ export class EdgeClient {
   }
 
   // ---------------------------------------------------------------- TLS IP restriction
-  putTlsIpRestriction(edgeId: string, body: TlsIpRestrictionMutate): Promise<TlsIpRestriction> {
-    return this.call("PUT", `/edges/tls/${seg(edgeId)}/ip_restriction`, tlsIpRestrictionSchema, body);
+  /**
+   * Replaces the module; with `create`, creates it instead: only where none is configured (else a
+   * 409), exactly once per key.
+   */
+  putTlsIpRestriction(
+    edgeId: string,
+    body: TlsIpRestrictionMutate,
+    create?: CreateOptions,
+  ): Promise<TlsIpRestriction> {
+    return this.call("PUT", `/edges/tls/${seg(edgeId)}/ip_restriction`, tlsIpRestrictionSchema, body, create);
   }
   getTlsIpRestriction(edgeId: string): Promise<TlsIpRestriction> {
     return this.call("GET", `/edges/tls/${seg(edgeId)}/ip_restriction`, tlsIpRestrictionSchema);
@@ -186,22 +230,33 @@ export class EdgeClient {
     path: string,
     schema: S,
     body?: unknown,
+    create?: CreateOptions,
   ): Promise<z.output<S>>;
-  private async call(method: string, path: string, schema?: z.ZodType, body?: unknown): Promise<unknown> {
+  private async call(
+    method: string,
+    path: string,
+    schema?: z.ZodType,
+    body?: unknown,
+    create?: CreateOptions,
+  ): Promise<unknown> {
     const operation = `${method} ${path}`;
-    const request = new Request(this.transport.baseUrl + path, {
-      method,
-      headers:
-        body === undefined
-          ? { accept: "application/json" }
-          : { "content-type": "application/json", accept: "application/json" },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const response = await this.transport.send(request);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string> =
+      text === undefined
+        ? { accept: "application/json" }
+        : { "content-type": "application/json", accept: "application/json" };
+    const key =
+      create?.idempotencyKey ??
+      (create?.identity === undefined
+        ? undefined
+        : idempotencyKeyFor(create.identity, method, path, text ?? ""));
+    if (key !== undefined) headers["idempotency-key"] = key;
+    const request = new Request(this.transport.baseUrl + path, { method, headers, body: text });
+    const response = await this.transport.send(request, this.options);
     const operationId = response.headers.get(OPERATION_ID_HEADER) ?? undefined;
-    const text = await response.text();
+    const answer = await response.text();
     if (!response.ok) {
-      const parsed = errorBodySchema.safeParse(safeJson(text));
+      const parsed = errorBodySchema.safeParse(safeJson(answer));
       if (parsed.success) {
         const { details } = parsed.data;
         throw new EdgeApiError({
@@ -217,13 +272,13 @@ export class EdgeClient {
       throw new EdgeApiError({
         status: response.status,
         errorCode: "HTTP_" + response.status,
-        msg: text.slice(0, 500),
+        msg: answer.slice(0, 500),
         operationId,
         operation,
       });
     }
     if (!schema) return undefined;
-    const parsed = schema.safeParse(safeJson(text));
+    const parsed = schema.safeParse(safeJson(answer));
     if (!parsed.success) {
       throw new EdgeApiError({
         status: response.status,
@@ -232,6 +287,9 @@ export class EdgeClient {
         operationId,
         operation,
       });
+    }
+    if (response.headers.get(REPLAYED_HEADER) === "true" && typeof parsed.data === "object" && parsed.data) {
+      replayed.add(parsed.data);
     }
     return parsed.data;
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { Transport } from "./types";
+import type { RetryNotice, SendOptions, Transport } from "./types";
 
 export interface HttpTransportOptions {
   /** Base URL of a running edge service, e.g. http://127.0.0.1:8080 */
@@ -8,11 +8,16 @@ export interface HttpTransportOptions {
   apiKey?: string;
   /** Per-attempt timeout. Default 30 s. */
   timeoutMs?: number;
-  /** Retries after the first attempt. Default 5. */
+  /**
+   * Bound on the whole call, retries and waits included: no attempt starts, and none runs, past
+   * it. Default 60 s.
+   */
+  deadlineMs?: number;
+  /** Retries after the first attempt, at most (the deadline usually comes first). Default 10. */
   retries?: number;
   /** First backoff delay; doubles each retry, with full jitter. Default 200 ms. */
   backoffMs?: number;
-  /** Longest wait between attempts, whatever Retry-After says. Default 30 s. */
+  /** Longest wait between attempts, whatever Retry-After says. Default 10 s. */
   maxDelayMs?: number;
   /**
    * Send every POST with a fresh `Idempotency-Key` (kept across its retries). The bundled service
@@ -29,23 +34,25 @@ const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNRE
 const MAYBE_SENT = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "ETIMEDOUT"]);
 
 /**
- * fetch to a running service, with the bearer key, a per-request timeout, and retries with
+ * fetch to a running service, with the bearer key, a per-attempt timeout, and retries with
  * exponential backoff and jitter on 429/502/503/504 and connection errors, honouring
- * Retry-After. A POST (create) is retried only when it provably never reached the server:
- * connection refused, or a 429 (refused before any handler ran) — unless it carries an
- * `Idempotency-Key` (see `idempotencyKeys`): then a repeat cannot create twice.
+ * Retry-After, all within one deadline for the whole call. A POST (create) is retried only when it
+ * provably never reached the server: connection refused, or a 429 (refused before any handler
+ * ran) — unless it carries an `Idempotency-Key` (see `idempotencyKeys`): then a repeat cannot
+ * create twice. Each retry is told to the caller first (`SendOptions.onRetry`).
  */
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
   new URL(baseUrl); // fail early on a malformed URL
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const retries = opts.retries ?? 5;
+  const deadlineMs = opts.deadlineMs ?? 60_000;
+  const retries = opts.retries ?? 10;
   const backoffMs = opts.backoffMs ?? 200;
-  const maxDelayMs = opts.maxDelayMs ?? 30_000;
+  const maxDelayMs = opts.maxDelayMs ?? 10_000;
 
   return {
     baseUrl,
-    async send(request) {
+    async send(request, options: SendOptions = {}) {
       const body = request.body ? await request.arrayBuffer() : undefined;
       const headers = new Headers(request.headers);
       if (opts.apiKey) headers.set("authorization", `Bearer ${opts.apiKey}`);
@@ -55,39 +62,60 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
       // A create may be repeated only when the server can tell the repeat from a new create.
       const isCreate = request.method === "POST" && !headers.has("idempotency-key");
       const target = request.url; // built by the client on baseUrl, path prefix included
+      const operation = `${request.method} ${new URL(target).pathname}`;
+      const deadline = Date.now() + deadlineMs;
+      /** The retry after a failed attempt, or undefined when none is allowed or there is no time left. */
+      const nextRetry = (attempt: number, reason: string, waitMs: number): RetryNotice | undefined => {
+        const delayMs = Math.min(waitMs, maxDelayMs);
+        const remainingMs = deadline - Date.now() - delayMs;
+        if (attempt > retries || remainingMs <= 0) return undefined;
+        return { operation, attempt, reason, delayMs, remainingMs };
+      };
+      const waitFor = async (retry: RetryNotice) => {
+        options.onRetry?.(retry);
+        await sleep(retry.delayMs);
+      };
 
-      for (let attempt = 0; ; attempt++) {
-        const last = attempt >= retries;
+      for (let attempt = 1; ; attempt++) {
+        const attemptMs = Math.max(1, Math.min(timeoutMs, deadline - Date.now()));
         let response: Response;
         try {
           response = await fetch(target, {
             method: request.method,
             headers,
             body,
-            signal: AbortSignal.timeout(timeoutMs),
+            signal: AbortSignal.timeout(attemptMs),
             redirect: "manual",
           });
         } catch (error) {
           const code = errorCode(error);
           const retryable =
             NEVER_SENT.has(code) || (!isCreate && (MAYBE_SENT.has(code) || code === "TimeoutError"));
-          if (last || !retryable) throw connectionError(error, baseUrl, code);
-          await sleep(backoff(attempt, backoffMs, maxDelayMs));
+          const reason = code === "TimeoutError" ? `no answer within ${secondsText(attemptMs)}` : code;
+          const retry = retryable
+            ? nextRetry(attempt, reason, backoff(attempt, backoffMs, maxDelayMs))
+            : undefined;
+          if (!retry) throw connectionError(error, baseUrl, code, { attempts: attempt, deadlineMs, reason });
+          await waitFor(retry);
           continue;
         }
         const retryable = RETRYABLE_STATUS.has(response.status) && (!isCreate || response.status === 429);
-        if (last || !retryable) return response;
         const wait =
           retryAfterMs(response.headers.get("retry-after")) ?? backoff(attempt, backoffMs, maxDelayMs);
+        const retry = retryable ? nextRetry(attempt, `${response.status} from the service`, wait) : undefined;
+        if (!retry) return response;
         await response.body?.cancel();
-        await sleep(Math.min(wait, maxDelayMs));
+        await waitFor(retry);
       }
     },
   };
 }
 
+const secondsText = (ms: number) => `${Math.round(ms / 100) / 10} s`;
+
+/** Wait after the `attempt`-th failure (1-based): exponential, "full jitter". */
 function backoff(attempt: number, base: number, max: number): number {
-  return Math.random() * Math.min(max, base * 2 ** attempt); // "full jitter"
+  return Math.random() * Math.min(max, base * 2 ** (attempt - 1));
 }
 
 function retryAfterMs(value: string | null): number | undefined {
@@ -105,14 +133,25 @@ function errorCode(error: unknown): string {
   return found ?? "unknown";
 }
 
-function connectionError(error: unknown, baseUrl: string, code: string): Error {
+function connectionError(
+  error: unknown,
+  baseUrl: string,
+  code: string,
+  tried: { attempts: number; deadlineMs: number; reason: string },
+): Error {
   const hint =
     code === "ECONNREFUSED"
       ? `is the service running? start it with 'npx edge-service serve' or unset edge:baseUrl to use the embedded service`
       : code === "TimeoutError"
         ? "the service did not answer in time"
         : "check the URL and the network";
-  return new Error(`cannot reach the edge service at ${baseUrl} (${code}): ${hint}`, { cause: error });
+  const attempts =
+    tried.attempts > 1
+      ? ` after ${tried.attempts} attempts within the call's deadline of ${secondsText(tried.deadlineMs)} (last: ${tried.reason})`
+      : "";
+  return new Error(`cannot reach the edge service at ${baseUrl} (${code})${attempts}: ${hint}`, {
+    cause: error,
+  });
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,3 +1,3 @@
-export type { Transport } from "./types";
+export type { RetryNotice, SendOptions, Transport } from "./types";
 export { embeddedTransport, type EmbeddedTransportOptions, closeEmbeddedStores } from "./embedded";
 export { httpTransport, type HttpTransportOptions } from "./http";

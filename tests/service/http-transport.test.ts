@@ -6,7 +6,7 @@
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { EdgeApiError, EdgeClient } from "../../sdk/client";
-import { httpTransport } from "../../sdk/transport";
+import { httpTransport, type RetryNotice } from "../../sdk/transport";
 
 type Reply = { status: number; headers?: Record<string, string>; body?: string } | "hang" | "reset";
 
@@ -208,6 +208,46 @@ describe("httpTransport retries", () => {
       `cannot reach the edge service at ${s2.url} (TimeoutError): the service did not answer in time`,
     );
     expect(s2.seen).toEqual(["POST /slow"]);
+  });
+
+  it("a service that accepts and never answers: the whole call ends at its deadline, each retry told first", async () => {
+    const s = await fake(Array.from({ length: 50 }, () => "hang" as const));
+    const t = httpTransport({ baseUrl: s.url, backoffMs: 1, timeoutMs: 400, deadlineMs: 1500 });
+    const notices: RetryNotice[] = [];
+    const err = await t
+      .send(json("GET", `${s.url}/edges/https`), { onRetry: (n) => notices.push(n) })
+      .catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err.message).toMatch(
+      new RegExp(
+        `^cannot reach the edge service at ${s.url} \\(TimeoutError\\) after ${s.seen.length} attempts within the call's deadline of 1.5 s \\(last: no answer within [0-9.]+ s\\): the service did not answer in time$`,
+      ),
+    );
+    // Every attempt but the last was told before it was retried, in order, each within the deadline.
+    expect(s.seen.length).toBeGreaterThanOrEqual(2);
+    expect(notices.map((n) => n.attempt)).toEqual(Array.from({ length: s.seen.length - 1 }, (_, i) => i + 1));
+    for (const n of notices) {
+      expect(n).toMatchObject({
+        operation: "GET /edges/https",
+        reason: expect.stringMatching(/^no answer within /),
+      });
+      expect(n.remainingMs).toBeGreaterThan(0);
+      expect(n.remainingMs).toBeLessThanOrEqual(1500);
+    }
+  });
+
+  it("a POST with an Idempotency-Key is retried after a timeout, within the deadline", async () => {
+    const s = await fake(["hang"]);
+    const t = httpTransport({ baseUrl: s.url, backoffMs: 1, timeoutMs: 300, deadlineMs: 10_000 });
+    const notices: RetryNotice[] = [];
+    const req = new Request(`${s.url}/edges/https`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": "k" },
+      body: "{}",
+    });
+    expect((await t.send(req, { onRetry: (n) => notices.push(n) })).status).toBe(200);
+    expect(s.seen).toEqual(["POST /edges/https", "POST /edges/https"]);
+    expect(notices).toHaveLength(1);
   });
 
   it("sends the bearer key and the body unchanged on every attempt", async () => {
