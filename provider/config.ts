@@ -1,8 +1,8 @@
 /**
  * Provider configuration, read at call time (never captured into the serialized provider or
  * the state): stack config `edge:baseUrl`, `edge:apiKey` (secret), `edge:dataDir`,
- * `edge:requestTimeoutMs`, with the environment as fallback (EDGE_API_URL, EDGE_API_KEY,
- * EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS).
+ * `edge:requestTimeoutMs`, `edge:requestDeadlineMs`, with the environment as fallback
+ * (EDGE_API_URL, EDGE_API_KEY, EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS, EDGE_REQUEST_DEADLINE_MS).
  */
 import { join } from "node:path";
 import { EdgeClient } from "../sdk/client";
@@ -16,6 +16,8 @@ export interface ProviderSettings {
   dataDir: string;
   /** Per-attempt timeout of HTTP requests to `baseUrl`, in ms. Default: the transport's (30 s). */
   requestTimeoutMs?: number;
+  /** Bound on one call to `baseUrl`, its retries included, in ms. Default: the transport's (60 s). */
+  requestDeadlineMs?: number;
 }
 
 interface StackConfig {
@@ -31,6 +33,7 @@ export function configureFromStack(config: StackConfig): void {
     apiKey: config.get("edge:apiKey") || undefined,
     dataDir: config.get("edge:dataDir") || undefined,
     requestTimeoutMs: timeout(config.get("edge:requestTimeoutMs"), "edge:requestTimeoutMs"),
+    requestDeadlineMs: timeout(config.get("edge:requestDeadlineMs"), "edge:requestDeadlineMs"),
   };
 }
 
@@ -50,6 +53,8 @@ export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderS
     dataDir: stack.dataDir ?? (env.EDGE_DATA_DIR || join(process.cwd(), ".edge-service")),
     requestTimeoutMs:
       stack.requestTimeoutMs ?? timeout(env.EDGE_REQUEST_TIMEOUT_MS, "EDGE_REQUEST_TIMEOUT_MS"),
+    requestDeadlineMs:
+      stack.requestDeadlineMs ?? timeout(env.EDGE_REQUEST_DEADLINE_MS, "EDGE_REQUEST_DEADLINE_MS"),
   };
 }
 
@@ -60,7 +65,7 @@ export function edgeClient(settings: ProviderSettings = currentSettings()): Edge
   const key = JSON.stringify([
     settings.baseUrl,
     settings.apiKey,
-    settings.baseUrl ? settings.requestTimeoutMs : settings.dataDir,
+    settings.baseUrl ? [settings.requestTimeoutMs, settings.requestDeadlineMs] : settings.dataDir,
   ]);
   let client = clients.get(key);
   if (!client) {
@@ -70,7 +75,9 @@ export function edgeClient(settings: ProviderSettings = currentSettings()): Edge
             baseUrl: settings.baseUrl,
             apiKey: settings.apiKey,
             timeoutMs: settings.requestTimeoutMs,
-            // Creates carry an Idempotency-Key: a create whose answer was lost is retried safely.
+            deadlineMs: settings.requestDeadlineMs,
+            // Creates carry an Idempotency-Key (the resource's identity, else a fresh one): a create
+            // whose answer was lost is retried safely.
             idempotencyKeys: true,
           })
         : embeddedTransport({ dataDir: settings.dataDir }),

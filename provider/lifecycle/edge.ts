@@ -6,6 +6,7 @@ import type { EdgeInputs, EdgeOutputs } from "../model/types";
 import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
 import { BadIdError, readOrGone } from "./errors";
+import { heldByCreate, noteCreated } from "./held";
 import type { Lifecycle } from "./types";
 
 type EdgeKind = "https" | "tls";
@@ -14,12 +15,14 @@ type EdgeKind = "https" | "tls";
 function calls(client: EdgeClient, kind: EdgeKind) {
   return kind === "https"
     ? {
-        create: (b: EdgeInputs) => client.createHttpsEdge(edgeCreateRequest(b)),
+        create: (b: EdgeInputs, identity?: string) =>
+          client.createHttpsEdge(edgeCreateRequest(b), { identity }),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getHttpsEdge(id),
         del: (id: string) => client.deleteHttpsEdge(id),
       }
     : {
-        create: (b: EdgeInputs) => client.createTlsEdge(edgeCreateRequest(b)),
+        create: (b: EdgeInputs, identity?: string) =>
+          client.createTlsEdge(edgeCreateRequest(b), { identity }),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getTlsEdge(id),
         del: (id: string) => client.deleteTlsEdge(id),
       };
@@ -30,8 +33,9 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
   return {
     check: (news) => checkEdge(news),
     diff: (stored, news) => planEdge(edgeCanonical(stored), news),
-    async create(client, inputs) {
-      const edge = await calls(client, kind).create(inputs);
+    async create(client, inputs, ctx) {
+      const edge = await calls(client, kind).create(inputs, ctx?.identity);
+      noteCreated(label, edge.id, edge, ctx);
       return { id: edge.id, outs: edgeFromResponse(edge) };
     },
     async read(client, id) {
@@ -50,7 +54,8 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
       // planEdge replaces on every change: the engine never asks for an update.
       return Promise.reject(new Error(`${label}s cannot be updated in place; the provider replaces them`));
     },
-    async delete(client, id) {
+    async delete(client, id, _stored, ctx) {
+      if (heldByCreate(label, id, ctx)) return;
       await deleteIgnoringNotFound(() => calls(client, kind).del(id));
     },
   };

@@ -2,6 +2,8 @@ import { EdgeApiError } from "../../sdk/client";
 
 export const isNotFound = (e: unknown): boolean => e instanceof EdgeApiError && e.isNotFound;
 export const isConflict = (e: unknown): boolean => e instanceof EdgeApiError && e.isConflict;
+/** A keyed create whose key an earlier create of the same resource used with another body. */
+export const isKeyReused = (e: unknown): boolean => e instanceof EdgeApiError && e.isKeyReused;
 
 /** Runs a read; "not found" means the object is gone (undefined). */
 export async function readOrGone<T>(run: () => Promise<T>): Promise<T | undefined> {

@@ -20,5 +20,5 @@ export const TYPE_NAMES: Record<ResourceKind, string> = {
   tlsEdgeIpRestriction: "TlsEdgeIpRestriction",
 };
 
-export type { Lifecycle } from "./types";
+export type { Lifecycle, OperationContext, ResourceLog } from "./types";
 export type { Inputs, Outputs, ResourceKind } from "../model";

@@ -5,7 +5,8 @@ import { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } fro
 import type { RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
-import { BadIdError, isConflict, readOrGone } from "./errors";
+import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
+import { heldByCreate, noteAdopted, noteCreated } from "./held";
 import type { Lifecycle } from "./types";
 
 /**
@@ -35,21 +36,32 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
   check: (news, olds) => checkRoute(news, olds),
   diff: (stored, news) => planRoute(routeCanonical(stored), news),
 
-  async create(client, inputs) {
+  async create(client, inputs, ctx) {
     let route: Route;
     try {
-      route = await client.createRoute(inputs.edgeId, routeCreateRequest(inputs));
+      // Keyed on what names the route on its edge (the path, matchType, match): a route an earlier
+      // run made for this resource is found again even when the program changed its other inputs.
+      route = await client.createRoute(inputs.edgeId, routeCreateRequest(inputs), {
+        identity: ctx?.identity,
+        keyedOn: { match_type: inputs.matchType, match: inputs.match },
+      });
+      noteCreated("route", route.id, route, ctx);
     } catch (e) {
-      if (!isConflict(e)) throw e;
+      const ours = isKeyReused(e);
+      if (!ours && !isConflict(e)) throw e;
       const existing = await findByMatch(client, inputs);
-      if (!existing || inputs.adopt !== true) {
+      if (!existing || (!ours && inputs.adopt !== true)) {
         throw new Error(
           `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"` +
             (existing ? ` (${existing.id})` : "") +
             `. To manage that route with this resource set \`adopt: true\`; otherwise change \`match\`.`,
         );
       }
-      // Adoption: bring the existing route to the desired configuration, no recreate.
+      // Ours (an earlier run made it for this resource, with other inputs), or adopted: brought to
+      // the desired configuration in place, no recreate.
+      if (ours) {
+        noteAdopted("route", existing.id, ctx, "made for this resource by an earlier run with other inputs");
+      } else noteAdopted("route", existing.id, ctx);
       const plan = planRoute(routeCanonical(routeFromResponse(existing)), inputs);
       route =
         plan.steps.length > 0 ? await applyRoutePlan(client, inputs.edgeId, existing.id, plan) : existing;
@@ -75,8 +87,9 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
     return routeFromResponse(route);
   },
 
-  async delete(client, id, stored) {
+  async delete(client, id, stored, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
+    if (heldByCreate("route", routeId, ctx)) return;
     await deleteIgnoringNotFound(() => client.deleteRoute(edgeId, routeId));
   },
 };

@@ -9,8 +9,11 @@ import {
 import type { TlsIpRestrictionInputs, TlsIpRestrictionOutputs } from "../model/types";
 import { applyTlsIpRestrictionPlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
-import { BadIdError, readOrGone } from "./errors";
+import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
+import { heldByCreate, noteAdopted, noteCreated } from "./held";
 import type { Lifecycle } from "./types";
+
+const LABEL = "IP restriction of TLS edge";
 
 /** The module's id is its TLS edge's id. */
 function edgeIdOf(id: string, stored: unknown): string {
@@ -24,17 +27,37 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
   check: (news) => checkTlsIpRestriction(news),
   diff: (stored, news, id) => planTlsIpRestriction(tlsIpRestrictionCanonical(stored, id), news),
 
-  async create(client, inputs) {
-    if (inputs.adopt !== true) {
-      const existing = await readOrGone(() => client.getTlsIpRestriction(inputs.edgeId));
-      if (existing) {
+  async create(client, inputs, ctx) {
+    const request = tlsIpRestrictionRequest(inputs);
+    if (inputs.adopt === true) {
+      // Adoption: whatever is configured is replaced by this configuration.
+      noteAdopted(LABEL, inputs.edgeId, ctx);
+      const module = await client.putTlsIpRestriction(inputs.edgeId, request);
+      return { id: inputs.edgeId, outs: tlsIpRestrictionFromResponse(inputs.edgeId, module) };
+    }
+    let module;
+    try {
+      // A keyed PUT creates the module only where none is configured, once per identity; keyed on
+      // the edge alone, so that the module an earlier run made is found again whatever its inputs.
+      module = await client.putTlsIpRestriction(inputs.edgeId, request, {
+        identity: ctx?.identity ?? `unnamed ${inputs.edgeId}`,
+        keyedOn: {},
+      });
+      noteCreated(LABEL, inputs.edgeId, module, ctx);
+    } catch (e) {
+      if (isKeyReused(e)) {
+        // Made for this resource by an earlier run, with other inputs: replaced by these.
+        noteAdopted(LABEL, inputs.edgeId, ctx, "made for this resource by an earlier run with other inputs");
+        module = await client.putTlsIpRestriction(inputs.edgeId, request);
+      } else {
+        if (!isConflict(e)) throw e;
+        const existing = await readOrGone(() => client.getTlsIpRestriction(inputs.edgeId));
         throw new Error(
-          `TLS edge ${inputs.edgeId} already has an IP restriction module (policies: ${existing.ip_policies.map((r) => r.id).join(", ")}). ` +
+          `TLS edge ${inputs.edgeId} already has an IP restriction module${existing ? ` (policies: ${existing.ip_policies.map((r) => r.id).join(", ")})` : ""}. ` +
             "Set `adopt: true` to manage it with this resource (its configuration will be replaced by this one), or remove it first.",
         );
       }
     }
-    const module = await client.putTlsIpRestriction(inputs.edgeId, tlsIpRestrictionRequest(inputs));
     return { id: inputs.edgeId, outs: tlsIpRestrictionFromResponse(inputs.edgeId, module) };
   },
 
@@ -54,8 +77,9 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
     );
   },
 
-  async delete(client, id, stored) {
+  async delete(client, id, stored, ctx) {
     const edgeId = edgeIdOf(id, stored);
+    if (heldByCreate(LABEL, edgeId, ctx)) return;
     await deleteIgnoringNotFound(() => client.deleteTlsIpRestriction(edgeId));
   },
 };

@@ -13,6 +13,23 @@ export interface Created<O> {
   outs: O;
 }
 
+/** Where a face sends what a resource's operation has to say (the engine's log, for that resource). */
+export interface ResourceLog {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** What a face knows of the operation beyond its inputs. */
+export interface OperationContext {
+  /**
+   * Create only: the stable identity of the resource asking (provider/identity): the create is
+   * made once for it, whatever was lost in this run or an earlier one.
+   */
+  identity?: string;
+  /** The engine's log for this resource. */
+  log?: ResourceLog;
+}
+
 export interface Read<I, O> {
   id: string;
   outs: O;
@@ -25,12 +42,17 @@ export interface Lifecycle<I, O> {
   check(news: unknown, olds?: unknown): Checked<I>;
   /** Stored state (outputs or old inputs of any version) → the plan to reach `news`. No I/O. */
   diff(stored: unknown, news: I, id?: string): Plan;
-  create(client: EdgeClient, inputs: I): Promise<Created<O>>;
+  create(client: EdgeClient, inputs: I, ctx?: OperationContext): Promise<Created<O>>;
   /**
    * The object as it is now; undefined when it is gone. `stored` may be empty (an import by id
    * alone): the id then carries what is needed (see each resource's id form).
    */
-  read(client: EdgeClient, id: string, stored: unknown): Promise<Read<I, O> | undefined>;
-  update(client: EdgeClient, id: string, stored: unknown, news: I): Promise<O>;
-  delete(client: EdgeClient, id: string, stored: unknown): Promise<void>;
+  read(
+    client: EdgeClient,
+    id: string,
+    stored: unknown,
+    ctx?: OperationContext,
+  ): Promise<Read<I, O> | undefined>;
+  update(client: EdgeClient, id: string, stored: unknown, news: I, ctx?: OperationContext): Promise<O>;
+  delete(client: EdgeClient, id: string, stored: unknown, ctx?: OperationContext): Promise<void>;
 }

@@ -323,6 +323,11 @@ const CONFIG: Record<string, PropertySpec> = {
     description:
       "Per-attempt timeout of HTTP requests to baseUrl, in ms (default 30000). Env fallback: EDGE_REQUEST_TIMEOUT_MS.",
   },
+  requestDeadlineMs: {
+    type: "integer",
+    description:
+      "Bound on one call to baseUrl, its retries and their waits included, in ms (default 60000); each retry is logged. Env fallback: EDGE_REQUEST_DEADLINE_MS.",
+  },
 };
 
 /** The package schema for `version` (the npm package's version). */

@@ -75,6 +75,10 @@ export class EdgeApiError extends Error {
   get isUnauthorized(): boolean {
     return this.status === 401;
   }
+  /** The Idempotency-Key of this create was used before with another body (see `CreateOptions.keyedOn`). */
+  get isKeyReused(): boolean {
+    return this.status === 400 && this.field === "Idempotency-Key";
+  }
 }
 
 export interface PageOptions {
@@ -93,6 +97,13 @@ export interface CreateOptions {
    * made, even by a later run.
    */
   identity?: string;
+  /**
+   * With `identity`: the part of the body that names the object (a route's match), when the key
+   * should stay the same though the rest of the body changes; default the whole body. The
+   * service still compares whole requests: the same key with another body is a 400 naming
+   * `Idempotency-Key`, which tells the asker that its earlier create made that object.
+   */
+  keyedOn?: unknown;
 }
 
 /**
@@ -249,7 +260,12 @@ export class EdgeClient {
       create?.idempotencyKey ??
       (create?.identity === undefined
         ? undefined
-        : idempotencyKeyFor(create.identity, method, path, text ?? ""));
+        : idempotencyKeyFor(
+            create.identity,
+            method,
+            path,
+            create.keyedOn === undefined ? (text ?? "") : JSON.stringify(create.keyedOn),
+          ));
     if (key !== undefined) headers["idempotency-key"] = key;
     const request = new Request(this.transport.baseUrl + path, { method, headers, body: text });
     const response = await this.transport.send(request, this.options);
