@@ -1,12 +1,19 @@
 /**
- * What the serialized dynamic providers load by package name (`pulumi-edge/runtime`) inside the
- * engine's provider process. Keeping the logic here, not in the serialized closure, keeps the
+ * What the dynamic resources' serialized providers load by package name (`pulumi-edge/runtime`)
+ * inside the engine's dynamic provider host. Keeping the logic here, not in the state, keeps the
  * state small and lets state written from one checkout run from another.
+ *
+ * `handlers[kind]` is what `__provider` (see resources/glue) returns; `providers` and
+ * `configure` are what the closures serialized by pulumi-edge 0.1 call, kept for their state.
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { configureFromStack } from "./config";
 import { dynamicProvider } from "./dynamic";
+import { connectEngineLog } from "./engine/log";
+import { exitWhenEngineGone } from "./engine/watchdog";
 import type { ResourceKind } from "./lifecycle";
+
+export type ProviderKind = ResourceKind;
 
 export const providers: { [K in ResourceKind]: ReturnType<typeof dynamicProvider<K>> } = {
   httpsEdge: dynamicProvider("httpsEdge"),
@@ -15,8 +22,27 @@ export const providers: { [K in ResourceKind]: ReturnType<typeof dynamicProvider
   tlsEdgeIpRestriction: dynamicProvider("tlsEdgeIpRestriction"),
 };
 
-export type ProviderKind = ResourceKind;
-
 export async function configure(req: dynamic.ConfigureRequest): Promise<void> {
   configureFromStack(req.config);
+}
+
+const withConfigure = <P extends object>(provider: P) => ({ ...provider, configure });
+
+/** The providers as the host gets them from `__provider`: configured by the host itself. */
+export const handlers = {
+  httpsEdge: withConfigure(providers.httpsEdge),
+  tlsEdge: withConfigure(providers.tlsEdge),
+  httpsEdgeRoute: withConfigure(providers.httpsEdgeRoute),
+  tlsEdgeIpRestriction: withConfigure(providers.tlsEdgeIpRestriction),
+};
+
+/**
+ * Inside the dynamic provider host (`node .../cmd/dynamic-provider <engine address>`): tell the
+ * engine's log, and end with the engine.
+ */
+const host = /[\\/]cmd[\\/]dynamic-provider[\\/]index\.js$/.test(require.main?.filename ?? "");
+const engineAddress = process.argv[2];
+if (host && engineAddress) {
+  connectEngineLog(engineAddress);
+  exitWhenEngineGone(engineAddress);
 }

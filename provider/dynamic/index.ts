@@ -1,12 +1,27 @@
 /**
  * The dynamic face: Pulumi's dynamic ResourceProvider over the face-neutral lifecycles. It only
- * adapts: the serialized provider (`__provider`) rides along the inputs, reads of a gone object
- * answer an empty id, and the client comes from the provider's configuration at call time.
+ * adapts: the inputs the face adds for the host (`__provider`, `__urn`: see resources/glue) ride
+ * along untouched, reads of a gone object answer an empty id, and the client comes from the
+ * provider's configuration at call time.
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
-import { edgeClient } from "../config";
+import { operation } from "../engine/call";
 import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind } from "../lifecycle";
-import { isProps } from "../model/check";
+import { isProps, type Props } from "../model/check";
+
+/** The face's own inputs (`__provider`, `__urn`), apart from the program's. */
+function split(value: unknown): { program: Props; face: Props } {
+  const program: Props = {};
+  const face: Props = {};
+  if (isProps(value))
+    for (const [k, v] of Object.entries(value)) (k.startsWith("__") ? face : program)[k] = v;
+  return { program, face };
+}
+
+const urnOf = (inputs: unknown): string | undefined => {
+  const urn = split(inputs).face.__urn;
+  return typeof urn === "string" && urn !== "" ? urn : undefined;
+};
 
 export function dynamicProvider<K extends ResourceKind>(
   kind: K,
@@ -15,27 +30,34 @@ export function dynamicProvider<K extends ResourceKind>(
   const life = LIFECYCLES[kind];
   return {
     async check(olds, news) {
-      // The engine keeps the serialized provider among the inputs: hand it back untouched.
-      const { __provider, ...program }: Record<string, unknown> = isProps(news) ? news : {};
+      // The engine keeps the face's inputs among the inputs: hand them back untouched.
+      const { program, face } = split(news);
       const { inputs, failures } = life.check(program, olds);
-      return {
-        inputs: __provider === undefined ? inputs : Object.assign({}, inputs, { __provider }),
-        failures,
-      };
+      return { inputs: Object.assign({}, inputs, face), failures };
     },
     async diff(id, olds, news) {
       const { changed, replaces } = life.diff(olds, news, id);
       // Always a definite answer: a missing `changes` would make the engine diff inputs itself.
       return { changes: changed.length > 0, replaces, deleteBeforeReplace: false };
     },
-    create: (inputs) => life.create(edgeClient(), inputs),
+    async create(inputs) {
+      const { client, ctx } = operation(urnOf(inputs), { create: true });
+      return life.create(client, inputs, ctx);
+    },
     async read(id, props) {
-      const found = await life.read(edgeClient(), id, props);
+      const { client, ctx } = operation(undefined);
+      const found = await life.read(client, id, props, ctx);
       // The SDK types read's `inputs` as outputs; they are the canonical inputs.
       if (found) return { id: found.id, props: found.outs, inputs: found.inputs as unknown as O };
       return { id: "", props: {} as O }; // gone (a fresh object: the host mutates it)
     },
-    update: async (id, olds, news) => ({ outs: await life.update(edgeClient(), id, olds, news) }),
-    delete: (id, props) => life.delete(edgeClient(), id, props),
+    async update(id, olds, news) {
+      const { client, ctx } = operation(urnOf(news));
+      return { outs: await life.update(client, id, olds, news, ctx) };
+    },
+    async delete(id, props) {
+      const { client, ctx } = operation(undefined);
+      await life.delete(client, id, props, ctx);
+    },
   };
 }

@@ -4,7 +4,8 @@
  * type tokens to resource kinds, Pulumi's secret wrappers in and out, a self-describing route id.
  */
 import type * as provider from "@pulumi/pulumi/provider";
-import { configureFromStack, edgeClient } from "../config";
+import { configureFromStack } from "../config";
+import { operation } from "../engine/call";
 import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind, TYPE_NAMES } from "../lifecycle";
 import { isProps } from "../model/check";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
@@ -88,14 +89,16 @@ export class EdgeProvider implements provider.Provider {
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
     const kind = kindOf(urn);
-    const { id, outs } = await LIFECYCLES[kind].create(edgeClient(), reveal(inputs) as never);
+    const { client, ctx } = operation(urn, { create: true });
+    const { id, outs } = await LIFECYCLES[kind].create(client, reveal(inputs) as never, ctx);
     return { id: resourceId(kind, id, outs), outs: this.concealed(kind, outs, inputs) };
   }
 
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
     const kind = kindOf(urn);
     const stored = reveal(props ?? {});
-    const found = await LIFECYCLES[kind].read(edgeClient(), id, stored);
+    const { client, ctx } = operation(urn);
+    const found = await LIFECYCLES[kind].read(client, id, stored, ctx);
     if (!found) {
       // An import reads with no properties: nothing there is an error, not "deleted since".
       if (isProps(stored) && Object.keys(stored).length === 0) {
@@ -112,12 +115,14 @@ export class EdgeProvider implements provider.Provider {
 
   async update(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.UpdateResult> {
     const kind = kindOf(urn);
-    const outs = await LIFECYCLES[kind].update(edgeClient(), id, reveal(olds), reveal(news) as never);
+    const { client, ctx } = operation(urn);
+    const outs = await LIFECYCLES[kind].update(client, id, reveal(olds), reveal(news) as never, ctx);
     return { outs: this.concealed(kind, outs, news) };
   }
 
   async delete(id: string, urn: string, props: unknown): Promise<void> {
-    await LIFECYCLES[kindOf(urn)].delete(edgeClient(), id, reveal(props));
+    const { client, ctx } = operation(urn);
+    await LIFECYCLES[kindOf(urn)].delete(client, id, reveal(props), ctx);
   }
 
   /** Values going back to the engine: secret where the program's were, and the credential modules always. */

@@ -7,16 +7,15 @@
  *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`.
  * Both by wrapping the service implementation handed to grpc-js, nothing else.
  */
-import { dirname } from "node:path";
 import * as pulumiProvider from "@pulumi/pulumi/provider";
+import { connectEngineLog } from "../engine/log";
+import { fromPulumi } from "../engine/pulumi-internals";
+import { exitWhenEngineGone } from "../engine/watchdog";
 import type { EdgeProvider } from "./provider";
 
 type Call = { request: Record<string, (...a: unknown[]) => unknown> };
 type Callback = (err: unknown, value?: unknown) => void;
 type Handler = (call: Call, callback: Callback) => void;
-
-const fromPulumi = <T>(module: string): T =>
-  require(require.resolve(module, { paths: [dirname(require.resolve("@pulumi/pulumi/package.json"))] })) as T;
 
 function mendServer(edge: EdgeProvider): void {
   type AddService = (this: unknown, service: object, impl: object) => void;
@@ -57,7 +56,15 @@ function mendServer(edge: EdgeProvider): void {
   };
 }
 
+/** The engine's address among the plugin's arguments (`host:port`; flags may come first). */
+const engineAddress = (args: string[]) => args.find((a) => /^[^-].*:\d+$/.test(a));
+
 export function serve(edge: EdgeProvider, args: string[]): Promise<void> {
   mendServer(edge);
+  const engine = engineAddress(args);
+  if (engine) {
+    connectEngineLog(engine);
+    exitWhenEngineGone(engine);
+  }
   return pulumiProvider.main(edge, args);
 }

@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { glueProviders } from "./glue";
+import { EdgeDynamicResource } from "./glue";
 
 /** Inputs of an edge. The API has no update for edges: changing any of them replaces the edge. */
 export interface EdgeArgs {
@@ -12,7 +12,7 @@ export interface EdgeArgs {
 }
 
 /** What HTTPS and TLS edges have in common. */
-abstract class Edge extends pulumi.dynamic.Resource {
+abstract class Edge extends EdgeDynamicResource {
   declare readonly description: pulumi.Output<string>;
   declare readonly metadata: pulumi.Output<string>;
   declare readonly hostports: pulumi.Output<string[]>;
@@ -29,7 +29,7 @@ abstract class Edge extends pulumi.dynamic.Resource {
     opts?: pulumi.CustomResourceOptions,
   ) {
     const props = { description: undefined, metadata: undefined, hostports: undefined, ...args };
-    super(glueProviders[kind], name, { ...props, uri: undefined, createdAt: undefined }, opts, "edge", type);
+    super(kind, type, name, { ...props, uri: undefined, createdAt: undefined }, opts);
   }
 }
 

@@ -1,46 +1,43 @@
 /**
- * The dynamic providers that Pulumi serializes into every resource's state (`__provider`).
- * Each method only loads this package by name and delegates, so the state carries a few
- * hundred bytes of glue rather than the project's code, and state written from one checkout
- * refreshes and destroys from another. Nothing is captured but the provider's kind.
- * (The `as Runtime` casts are types only: the serialized JavaScript is a bare require.)
+ * The base of the four dynamic resources: a custom resource of Pulumi's dynamic provider
+ * (`pulumi-nodejs:dynamic/edge:<Type>`) with two inputs the engine's provider process needs.
+ *
+ * - `__provider`: what the dynamic provider host loads for the resource. The host needs a module
+ *   whose `handler()` returns the provider (`require-from-string(...).handler()`, in
+ *   `@pulumi/pulumi/cmd/dynamic-provider`), so that is all we store: one line that loads this
+ *   package by name. `pulumi.dynamic.Resource` would serialize a closure instead (2.6 KiB in the
+ *   inputs and again in the outputs of every resource). State written from one checkout
+ *   refreshes and destroys from another: nothing in it names a path.
+ * - `__urn`: the resource's own URN, which the host does not hand to `create`: the identity its
+ *   creates carry, so that a create is made exactly once across runs (provider/identity).
+ *   Diffs ignore both.
  */
-import type * as dynamic from "@pulumi/pulumi/dynamic";
-import type { Inputs, Outputs } from "../model";
+import * as pulumi from "@pulumi/pulumi";
 import type { ProviderKind } from "../runtime";
 
-type Runtime = typeof import("../runtime");
+/** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
+export const providerModule = (kind: ProviderKind): string =>
+  `exports.handler = () => require("pulumi-edge/runtime").handlers.${kind};\n`;
 
-function glue<K extends ProviderKind>(kind: K): dynamic.ResourceProvider<Inputs<K>, Outputs<K>> {
-  return {
-    configure(req) {
-      return (require("pulumi-edge/runtime") as Runtime).configure(req);
-    },
-    check(olds, news) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].check!(olds, news);
-    },
-    diff(id, olds, news) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].diff!(id, olds, news);
-    },
-    create(inputs) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].create(inputs);
-    },
-    read(id, props) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].read!(id, props);
-    },
-    update(id, olds, news) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].update!(id, olds, news);
-    },
-    delete(id, props) {
-      return (require("pulumi-edge/runtime") as Runtime).providers[kind].delete!(id, props);
-    },
-  };
+export abstract class EdgeDynamicResource extends pulumi.CustomResource {
+  protected constructor(
+    kind: ProviderKind,
+    type: string,
+    name: string,
+    props: pulumi.Inputs,
+    opts: pulumi.CustomResourceOptions = {},
+  ) {
+    const token = `pulumi-nodejs:dynamic/edge:${type}`;
+    super(
+      token,
+      name,
+      {
+        ...props,
+        __provider: providerModule(kind),
+        // A lookup (`get`) creates nothing: it needs no identity.
+        __urn: opts.id === undefined ? pulumi.createUrn(name, token, opts.parent) : undefined,
+      },
+      opts,
+    );
+  }
 }
-
-/** One instance per kind: Pulumi caches each provider's serialized form per object. */
-export const glueProviders: { [K in ProviderKind]: dynamic.ResourceProvider<Inputs<K>, Outputs<K>> } = {
-  httpsEdge: glue("httpsEdge"),
-  tlsEdge: glue("tlsEdge"),
-  httpsEdgeRoute: glue("httpsEdgeRoute"),
-  tlsEdgeIpRestriction: glue("tlsEdgeIpRestriction"),
-};

@@ -2,7 +2,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { MATCH_TYPES, NAMEID_FORMATS } from "../../sdk/contract";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
 import type { RouteOutputs } from "../model/types";
-import { glueProviders } from "./glue";
+import { EdgeDynamicResource } from "./glue";
 
 /** How `match` selects requests. */
 export type MatchType = (typeof MATCH_TYPES)[number];
@@ -204,7 +204,7 @@ const SECRETS = SECRET_MODULES.map((m) => MODULE_PROPERTY[m]);
  * replaces that module on the service (PATCH), removing it deletes it with its own DELETE, and
  * modules never given are left alone. Modules that carry a secret are stored encrypted.
  */
-export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
+export class HttpsEdgeRoute extends EdgeDynamicResource {
   declare readonly edgeId: pulumi.Output<string>;
   /** The route's id on the service (also the resource id). */
   declare readonly routeId: pulumi.Output<string>;
@@ -236,14 +236,10 @@ export class HttpsEdgeRoute extends pulumi.dynamic.Resource {
     Object.assign(props, args, { uri: undefined, createdAt: undefined, routeId: undefined });
     // Secrets never reach the state in plaintext, whether or not the program marked them.
     for (const m of SECRETS) if (args?.[m] !== undefined) props[m] = pulumi.secret(args[m]);
-    super(
-      glueProviders.httpsEdgeRoute,
-      name,
-      props,
-      { ...opts, additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRETS] },
-      "edge",
-      "HttpsEdgeRoute",
-    );
+    super("httpsEdgeRoute", "HttpsEdgeRoute", name, props, {
+      ...opts,
+      additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRETS],
+    });
   }
 
   /** Looks up an existing route by id (read-only in this stack). */

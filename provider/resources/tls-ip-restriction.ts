@@ -1,5 +1,5 @@
 import * as pulumi from "@pulumi/pulumi";
-import { glueProviders } from "./glue";
+import { EdgeDynamicResource } from "./glue";
 
 export interface TlsEdgeIpRestrictionArgs {
   /** The TLS edge whose IP restriction module this is. Changing it replaces the resource. */
@@ -16,20 +16,13 @@ export interface TlsEdgeIpRestrictionArgs {
 }
 
 /** The IP restriction module of a TLS edge. Create and update replace it whole (PUT); delete removes it. */
-export class TlsEdgeIpRestriction extends pulumi.dynamic.Resource {
+export class TlsEdgeIpRestriction extends EdgeDynamicResource {
   declare readonly edgeId: pulumi.Output<string>;
   declare readonly enabled: pulumi.Output<boolean>;
   declare readonly ipPolicyIds: pulumi.Output<string[]>;
 
   constructor(name: string, args: TlsEdgeIpRestrictionArgs, opts?: pulumi.CustomResourceOptions) {
-    super(
-      glueProviders.tlsEdgeIpRestriction,
-      name,
-      { enabled: undefined, ...args },
-      opts,
-      "edge",
-      "TlsEdgeIpRestriction",
-    );
+    super("tlsEdgeIpRestriction", "TlsEdgeIpRestriction", name, { enabled: undefined, ...args }, opts);
   }
 
   /** Looks up the IP restriction module of a TLS edge (its id is the edge's id). */

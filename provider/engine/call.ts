@@ -1,0 +1,28 @@
+/**
+ * What one operation of one resource runs with, for both faces: the client of the current
+ * configuration, its retries told to the engine's log of that resource, and the operation's
+ * context (the log, and for a create the resource's identity).
+ */
+import type { RetryNotice } from "../../sdk/transport";
+import type { EdgeClient } from "../../sdk/client";
+import { edgeClient } from "../config";
+import { createIdentity } from "../identity";
+import type { OperationContext } from "../lifecycle";
+import { resourceLog } from "./log";
+
+const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+/** A retry as the CLI shows it: what failed, and how long the call may still go on. */
+export function retryText(n: RetryNotice): string {
+  return `${n.operation}: ${n.reason} (attempt ${n.attempt}); retrying in ${secondsText(n.delayMs)}, giving up in ${secondsText(n.remainingMs)} (edge:requestDeadlineMs)`;
+}
+
+export function operation(
+  urn: string | undefined,
+  opts: { create?: boolean } = {},
+): { client: EdgeClient; ctx: OperationContext } {
+  const log = resourceLog(urn);
+  const client = edgeClient().with({ onRetry: (n) => log.info(retryText(n)) });
+  const identity = opts.create && urn ? createIdentity(urn) : undefined;
+  return { client, ctx: { log, identity } };
+}
