@@ -2,8 +2,10 @@
 // results in bench/results.json and the generated table of BENCHMARKS.md. See BENCHMARKS.md
 // for what each section measures and why.
 //
-//   node bench/run.mjs                        everything (about 8-11 minutes on 2 cores)
+//   node bench/run.mjs                        everything (about 35 minutes on 2 cores, stacks ~25)
 //   node bench/run.mjs --only engine,faces    some sections; written to bench/tmp/results.partial.json
+//   node bench/run.mjs --only stacks --merge  some sections, merged into bench/results.json and
+//                                             BENCHMARKS.md (each section says when it ran)
 //   node bench/run.mjs --quick                fewer and shorter runs (a smoke test of the suite)
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
@@ -21,13 +23,17 @@ const BENCH = path.join(ROOT, "bench");
 const TMP = path.join(BENCH, "tmp", "run");
 
 const { values: opts } = parseArgs({
-  options: { only: { type: "string" }, quick: { type: "boolean", default: false } },
+  options: {
+    only: { type: "string" },
+    quick: { type: "boolean", default: false },
+    merge: { type: "boolean", default: false },
+  },
 });
-const SECTIONS = ["engine", "faces", "service", "scaling", "payload", "stores"];
+const SECTIONS = ["engine", "faces", "service", "scaling", "payload", "stores", "stacks"];
 const only = opts.only ? opts.only.split(",") : SECTIONS;
 for (const s of only)
   if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS}`);
-const partial = only.length < SECTIONS.length || opts.quick;
+const partial = (only.length < SECTIONS.length && !opts.merge) || opts.quick;
 
 const config = opts.quick
   ? {
@@ -36,6 +42,7 @@ const config = opts.quick
       service: { runs: 1, seconds: 2, connections: 10, pacedRate: 500, pacedSeconds: 2 },
       scaling: { sizes: [100, 1000], rounds: 2, perRound: 30 },
       stores: { sizes: [100, 1000], n: 300, seconds: 2, connections: 10 },
+      stacks: { sizes: [50, 200] },
     }
   : {
       engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
@@ -43,6 +50,7 @@ const config = opts.quick
       service: { runs: 5, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
       scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
       stores: { sizes: [100, 100_000], n: 2000, seconds: 5, connections: 10 },
+      stacks: { sizes: [1000, 5000] },
     };
 
 function machine() {
@@ -86,6 +94,8 @@ try {
     results.engine = await (await section("engine"))({ tmp: TMP, ...config.engine });
   if (only.includes("faces"))
     results.faces = await (await section("faces", "engine"))({ tmp: TMP, ...config.faces });
+  if (only.includes("stacks"))
+    results.stacks = await (await section("stacks"))({ tmp: TMP, ...config.stacks });
 } finally {
   fs.rmSync(TMP, { recursive: true, force: true });
 }
@@ -94,12 +104,18 @@ const finished = new Date();
 results.finishedAt = finished.toISOString();
 results.durationSeconds = (finished.getTime() - started.getTime()) / 1000;
 results.machine.loadAtEnd = os.loadavg();
-results.targets = judge(results);
+for (const s of only) if (results[s]) results[s].ranAt = results.finishedAt;
 
 const out = partial ? path.join(BENCH, "tmp", "results.partial.json") : path.join(BENCH, "results.json");
-fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-if (!partial) writeMarkdown(path.join(ROOT, "BENCHMARKS.md"), results);
-for (const t of results.targets) log(`${t.met ? "met   " : "MISSED"} ${t.id}: ${t.target}: ${t.measured}`);
+// --merge: the sections run now replace theirs in the last full results; the others are kept.
+const written =
+  opts.merge && fs.existsSync(out)
+    ? { ...JSON.parse(fs.readFileSync(out, "utf8")), ...Object.fromEntries(only.map((s) => [s, results[s]])) }
+    : results;
+written.targets = judge(written);
+fs.writeFileSync(out, `${JSON.stringify(written, null, 2)}\n`);
+if (!partial) writeMarkdown(path.join(ROOT, "BENCHMARKS.md"), written);
+for (const t of written.targets) log(`${t.met ? "met   " : "MISSED"} ${t.id}: ${t.target}: ${t.measured}`);
 log(`done in ${(results.durationSeconds / 60).toFixed(1)} min; results in ${path.relative(ROOT, out)}`);
 // Stray handles (keep-alive sockets of fetch, autocannon timers) must not keep the run alive.
 process.exit(0);

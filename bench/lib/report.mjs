@@ -56,6 +56,35 @@ export function judge(results) {
       });
     }
   }
+  const st = results.stacks;
+  if (st) {
+    const [small, large] = st.sizes;
+    const r = (face, mode, n) => st.rows[`${face}/${mode}/${n}`];
+    const d = r("dynamic", "default", small).stateBytesPerRoute;
+    const p = r("packaged", "default", small).stateBytesPerRoute;
+    t.push({
+      id: "18 state",
+      target: "state per route: dynamic face ≤ 1.5× the packaged face",
+      measured: `${fmt(d / p, 2)}× (${int(d)} B / ${int(p)} B)`,
+      met: d / p <= 1.5,
+    });
+    for (const face of ["dynamic", "packaged"]) {
+      const fast = r(face, "fast", small);
+      t.push({
+        id: `18 ${face} up`,
+        target: `${face} face, ${int(small)} routes, fast mode: \`pulumi up\` ≤ 20 s`,
+        measured: `${fmt(fast.up, 1)} s (default mode ${fmt(r(face, "default", small).up, 1)} s)`,
+        met: fast.up <= 20,
+      });
+      t.push({
+        id: `18 ${face} refresh`,
+        target: `${face} face, ${int(small)} routes, fast mode: \`pulumi preview --refresh\` ≤ 12 s`,
+        measured: `${fmt(fast.previewRefresh, 1)} s`,
+        met: fast.previewRefresh <= 12,
+      });
+    }
+    void large;
+  }
   const l = results.service?.load;
   if (l) {
     t.push({
@@ -109,6 +138,49 @@ export function renderMarkdown(results) {
     ...results.targets.map((x) => `| ${x.id} | ${x.target} | ${x.measured} | ${yes(x.met)} |`),
     "",
   );
+
+  const stk = results.stacks;
+  if (stk) {
+    const [small, large] = stk.sizes;
+    lines.push(
+      `### 0. Big stacks (one HTTPS edge and N routes, embedded service, file backend; one run each; seconds; run ${stk.ranAt?.slice(0, 16).replace("T", " ") ?? ""} UTC)`,
+      "",
+      'Fast mode is `PULUMI_SKIP_CHECKPOINTS=true` (see the README\'s "Big stacks and crashes").',
+      "",
+      "| face | mode | N | up | preview | preview --refresh | destroy | up CPU | state per route |",
+      "|---|---|---|---|---|---|---|---|---|",
+    );
+    for (const face of ["dynamic", "packaged"]) {
+      for (const [mode, n] of [
+        ["default", small],
+        ["fast", small],
+        ["fast", large],
+      ]) {
+        const r = stk.rows[`${face}/${mode}/${n}`];
+        lines.push(
+          `| ${face} | ${mode} | ${int(n)} | ${fmt(r.up, 1)} | ${fmt(r.preview, 1)} | ${fmt(r.previewRefresh, 1)} | ${fmt(r.destroy, 1)} | ${fmt(r.upCpu, 1)} | ${int(r.stateBytesPerRoute)} B |`,
+        );
+      }
+    }
+    lines.push(
+      "",
+      `Growth in fast mode, ${int(small)} → ${int(large)} routes: milliseconds per route added (and the cost of a route at ${int(large)} over its cost at ${int(small)}; 1.00 is linear): ` +
+        ["dynamic", "packaged"]
+          .map(
+            (face) =>
+              `${face}: ` +
+              ["up", "preview", "previewRefresh", "destroy"]
+                .map(
+                  (op) =>
+                    `${op} ${fmt(stk.growth[face][op].msPerAddedRoute, 1)} ms (${fmt(stk.growth[face][op].perRouteRatio)})`,
+                )
+                .join(", "),
+          )
+          .join("; ") +
+        ".",
+      "",
+    );
+  }
 
   const fc = results.faces;
   if (fc) {

@@ -102,8 +102,11 @@ export interface ProxiedRequest {
 }
 
 export interface FaultProxyOptions {
-  /** Where requests are forwarded, e.g. http://127.0.0.1:1234. */
-  target: string;
+  /**
+   * Where requests are forwarded, e.g. http://127.0.0.1:1234; several: in turn, one request each
+   * (a round-robin load balancer in front of replicas).
+   */
+  target: string | string[];
   /** Seed of the schedule: whether the n-th request is faulted is the same in every run. */
   seed: number;
   /** Probability that a request is faulted (0: a recording pass-through proxy). */
@@ -128,6 +131,11 @@ export interface FaultProxyOptions {
 export interface FaultProxy {
   url: string;
   log: ProxiedRequest[];
+  /**
+   * The service unreachable for `ms` (connection refused): open connections are cut and nothing
+   * listens until then. Resolves when it listens again.
+   */
+  outage(ms: number): Promise<void>;
   /** Counts of each action taken. */
   counts(): Record<FaultAction, number>;
   /** Statuses the server answered. */
@@ -136,7 +144,8 @@ export interface FaultProxy {
 }
 
 export async function faultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
-  const target = new URL(opts.target);
+  const targets = (Array.isArray(opts.target) ? opts.target : [opts.target]).map((t) => new URL(t));
+  let turn = 0;
   const random = prng(opts.seed);
   const actions = opts.actions ?? FAULTS;
   const maxConsecutive = opts.maxConsecutive ?? 2;
@@ -246,6 +255,7 @@ export async function faultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
       const h = { ...headers };
       delete h.connection;
       delete h["keep-alive"];
+      const target = targets[turn++ % targets.length]!;
       const up = http.request(
         {
           host: target.hostname,
@@ -276,10 +286,19 @@ export async function faultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
     });
 
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const port = (server.address() as AddressInfo).port;
+  const url = `http://127.0.0.1:${port}`;
   return {
     url,
     log,
+    async outage(ms: number) {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.destroy();
+      });
+      await sleep(ms);
+      await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    },
     counts() {
       const out = Object.fromEntries(["pass", ...FAULTS].map((a) => [a, 0])) as Record<FaultAction, number>;
       for (const r of log) out[r.action]++;
@@ -343,7 +362,7 @@ export interface StateResource {
 }
 
 /**
- * The dynamic resources of a stack's state, secrets decrypted (`pulumi stack export --show-secrets`:
+ * The edge resources of a stack's state (either face), secrets decrypted (`pulumi stack export --show-secrets`:
  * kept in memory, to compare with the server), and its pending operations.
  */
 export async function stateOf(
@@ -367,7 +386,7 @@ export async function stateOf(
       : v,
   );
   const resources: StateResource[] = (deployment.resources ?? [])
-    .filter((r: any) => String(r.type).startsWith("pulumi-nodejs:dynamic"))
+    .filter((r: any) => /^(pulumi-nodejs:dynamic\/edge|edge:index):/.test(String(r.type)))
     .map((r: any) => {
       const t = String(r.type);
       const kind = t.includes("HttpsEdgeRoute")
@@ -398,7 +417,7 @@ export async function stateOf(
 /** `pulumi <args>` as a user runs it (in its own process group: signals meant for the test runner do not reach it). */
 export function spawnPulumi(
   args: string[],
-  opts: { cwd: string; stateDir: string; stackName?: string },
+  opts: { cwd: string; stateDir: string; stackName?: string; env?: Record<string, string> },
 ): {
   child: ChildProcess;
   output: () => string;
@@ -409,7 +428,7 @@ export function spawnPulumi(
     [...args, "--stack", opts.stackName ?? "test", "--non-interactive", "--color", "never"],
     {
       cwd: opts.cwd,
-      env: { ...process.env, ...engine.engineEnv({ stateDir: opts.stateDir }) },
+      env: { ...process.env, ...engine.engineEnv({ stateDir: opts.stateDir, extra: opts.env }) },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     },
@@ -427,8 +446,27 @@ export function spawnPulumi(
   return { child, output: () => out, exit };
 }
 
+/** `pulumi <args>` to its end: its exit code and everything it printed. */
+export async function runPulumi(
+  args: string[],
+  opts: Parameters<typeof spawnPulumi>[1],
+): Promise<{ code: number | null; output: string }> {
+  const run = spawnPulumi(args, opts);
+  const { code } = await run.exit;
+  return { code, output: run.output() };
+}
+
+/** The command line of a live process ("" once it is gone). */
+export function commandLine(pid: number): string {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ").trim();
+  } catch {
+    return "";
+  }
+}
+
 /** Every live descendant of `pid` (Linux /proc), children before grandchildren. */
-function descendants(pid: number): number[] {
+export function descendants(pid: number): number[] {
   const parentOf = new Map<number, number>();
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;

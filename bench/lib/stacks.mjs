@@ -1,0 +1,102 @@
+// Section "stacks": big stacks through the real engine, both faces, the embedded service and the
+// file backend: `up`, a no-change preview, `preview --refresh`, `destroy`, and the state bytes per
+// route, in default mode and in fast mode (PULUMI_SKIP_CHECKPOINTS=true: the engine writes the
+// state once at the end instead of at every step, which DIY backends make quadratic). Default mode
+// runs at the smaller size only (at 5,000 routes it would take about an hour per face).
+import { Buffer } from "node:buffer";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { log, round, timed } from "./stats.mjs";
+
+const require = createRequire(import.meta.url);
+const engine = require("../../scripts/engine.js");
+
+const PROGRAM = path.join(engine.ROOT, "bench", "program");
+const quiet = { color: "never" };
+const FACES = { dynamic: "edge", packaged: "packaged" };
+
+function workDirFor(tmp, face) {
+  const workDir = path.join(tmp, `stacks-${face}`);
+  if (!fs.existsSync(workDir)) {
+    fs.cpSync(PROGRAM, workDir, { recursive: true });
+    if (face === "packaged") {
+      const version = require("../../package.json").version;
+      fs.appendFileSync(
+        path.join(workDir, "Pulumi.yaml"),
+        `plugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${path.join(engine.ROOT, "bin")}\n`,
+      );
+    }
+  }
+  return workDir;
+}
+
+/** Bytes per route resource of the state (the whole entry: inputs, outputs, the rest). */
+function stateBytesPerRoute(deployment, n) {
+  const routes = deployment.deployment.resources.filter((r) => r.type.endsWith(":HttpsEdgeRoute"));
+  if (routes.length !== n) throw new Error(`expected ${n} routes in the state, found ${routes.length}`);
+  const bytes = routes.map((r) => Buffer.byteLength(JSON.stringify(r)));
+  return round(bytes.reduce((a, b) => a + b, 0) / n, 0);
+}
+
+async function measure(tmp, face, n, fast) {
+  const label = `${face}-${fast ? "fast" : "default"}-n${n}`;
+  const stack = await engine.directoryStack({
+    workDir: workDirFor(tmp, face),
+    stackName: label,
+    stateDir: path.join(tmp, "stacks-state", label),
+    config: { routes: { value: String(n) }, mode: { value: FACES[face] } },
+    env: {
+      EDGE_DATA_DIR: path.join(tmp, "stacks-data", label),
+      ...(fast ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {}),
+    },
+  });
+  const up = await timed(() => stack.up(quiet));
+  if (up.value.summary.resourceChanges?.create !== n + 2)
+    throw new Error(`${label}: not every route was created`);
+  const preview = await timed(() => stack.preview({ ...quiet, expectNoChanges: true }));
+  const refresh = await timed(() => stack.preview({ ...quiet, refresh: true, expectNoChanges: true }));
+  const stateBytes = stateBytesPerRoute(await stack.exportStack(), n);
+  const destroy = await timed(() => stack.destroy(quiet));
+  const row = {
+    up: round(up.wall, 1),
+    preview: round(preview.wall, 1),
+    previewRefresh: round(refresh.wall, 1),
+    destroy: round(destroy.wall, 1),
+    upCpu: round(up.cpu, 1),
+    stateBytesPerRoute: stateBytes,
+  };
+  log(`stacks ${label}: ${JSON.stringify(row)}`);
+  fs.rmSync(path.join(tmp, "stacks-state", label), { recursive: true, force: true });
+  fs.rmSync(path.join(tmp, "stacks-data", label), { recursive: true, force: true });
+  return row;
+}
+
+/** `sizes`: [small, large]; default mode at the small size only. */
+export async function stacksSection({ tmp, sizes }) {
+  engine.assertEngine();
+  const [small, large] = sizes;
+  const rows = {};
+  for (const face of Object.keys(FACES)) {
+    rows[`${face}/default/${small}`] = await measure(tmp, face, small, false);
+    rows[`${face}/fast/${small}`] = await measure(tmp, face, small, true);
+    rows[`${face}/fast/${large}`] = await measure(tmp, face, large, true);
+  }
+  // Growth from one size to the other, fast mode: milliseconds per route added, and how much more
+  // a route costs at the large size than at the small one (1.0: linear).
+  const growth = {};
+  for (const face of Object.keys(FACES)) {
+    const a = rows[`${face}/fast/${small}`];
+    const b = rows[`${face}/fast/${large}`];
+    growth[face] = Object.fromEntries(
+      ["up", "preview", "previewRefresh", "destroy"].map((op) => [
+        op,
+        {
+          msPerAddedRoute: round(((b[op] - a[op]) * 1000) / (large - small), 1),
+          perRouteRatio: round(b[op] / large / (a[op] / small), 2),
+        },
+      ]),
+    );
+  }
+  return { sizes, rows, growth };
+}
