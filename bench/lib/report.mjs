@@ -70,16 +70,17 @@ export function judge(results) {
     });
     for (const face of ["dynamic", "packaged"]) {
       const fast = r(face, "fast", small);
+      const floor = r(`${face} floor`, "fast", small);
       t.push({
         id: `18 ${face} up`,
         target: `${face} face, ${int(small)} routes, fast mode: \`pulumi up\` ≤ 20 s`,
-        measured: `${fmt(fast.up, 1)} s (default mode ${fmt(r(face, "default", small).up, 1)} s)`,
+        measured: `${fmt(fast.up, 1)} s (its no-op floor ${fmt(floor?.up, 1)} s; default mode ${fmt(r(face, "default", small).up, 1)} s)`,
         met: fast.up <= 20,
       });
       t.push({
         id: `18 ${face} refresh`,
         target: `${face} face, ${int(small)} routes, fast mode: \`pulumi preview --refresh\` ≤ 12 s`,
-        measured: `${fmt(fast.previewRefresh, 1)} s`,
+        measured: `${fmt(fast.previewRefresh, 1)} s (its no-op floor ${fmt(floor?.previewRefresh, 1)} s)`,
         met: fast.previewRefresh <= 12,
       });
     }
@@ -150,13 +151,14 @@ export function renderMarkdown(results) {
       "| face | mode | N | up | preview | preview --refresh | destroy | up CPU | state per route |",
       "|---|---|---|---|---|---|---|---|---|",
     );
-    for (const face of ["dynamic", "packaged"]) {
+    for (const face of ["dynamic", "dynamic floor", "packaged", "packaged floor"]) {
       for (const [mode, n] of [
         ["default", small],
         ["fast", small],
         ["fast", large],
       ]) {
         const r = stk.rows[`${face}/${mode}/${n}`];
+        if (!r) continue;
         lines.push(
           `| ${face} | ${mode} | ${int(n)} | ${fmt(r.up, 1)} | ${fmt(r.preview, 1)} | ${fmt(r.previewRefresh, 1)} | ${fmt(r.destroy, 1)} | ${fmt(r.upCpu, 1)} | ${int(r.stateBytesPerRoute)} B |`,
         );

@@ -14,17 +14,25 @@ const engine = require("../../scripts/engine.js");
 
 const PROGRAM = path.join(engine.ROOT, "bench", "program");
 const quiet = { color: "never" };
-const FACES = { dynamic: "edge", packaged: "packaged" };
+/** Each face's program mode, and its no-op floor: the same program and resources, a provider that does nothing. */
+const FACES = {
+  dynamic: { edge: "edge", floor: "floor" },
+  packaged: { edge: "packaged", floor: "packaged-floor" },
+};
+const PLUGIN_DIRS = {
+  packaged: path.join(engine.ROOT, "bin"),
+  "packaged-floor": path.join(engine.ROOT, "bench", "floor-plugin"),
+};
 
-function workDirFor(tmp, face) {
-  const workDir = path.join(tmp, `stacks-${face}`);
+function workDirFor(tmp, mode) {
+  const workDir = path.join(tmp, `stacks-${mode}`);
   if (!fs.existsSync(workDir)) {
     fs.cpSync(PROGRAM, workDir, { recursive: true });
-    if (face === "packaged") {
+    if (PLUGIN_DIRS[mode]) {
       const version = require("../../package.json").version;
       fs.appendFileSync(
         path.join(workDir, "Pulumi.yaml"),
-        `plugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${path.join(engine.ROOT, "bin")}\n`,
+        `plugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${PLUGIN_DIRS[mode]}\n`,
       );
     }
   }
@@ -39,13 +47,13 @@ function stateBytesPerRoute(deployment, n) {
   return round(bytes.reduce((a, b) => a + b, 0) / n, 0);
 }
 
-async function measure(tmp, face, n, fast) {
-  const label = `${face}-${fast ? "fast" : "default"}-n${n}`;
+async function measure(tmp, mode, n, fast) {
+  const label = `${mode}-${fast ? "fast" : "default"}-n${n}`;
   const stack = await engine.directoryStack({
-    workDir: workDirFor(tmp, face),
+    workDir: workDirFor(tmp, mode),
     stackName: label,
     stateDir: path.join(tmp, "stacks-state", label),
-    config: { routes: { value: String(n) }, mode: { value: FACES[face] } },
+    config: { routes: { value: String(n) }, mode: { value: mode } },
     env: {
       EDGE_DATA_DIR: path.join(tmp, "stacks-data", label),
       ...(fast ? { PULUMI_SKIP_CHECKPOINTS: "true" } : {}),
@@ -77,10 +85,11 @@ export async function stacksSection({ tmp, sizes }) {
   engine.assertEngine();
   const [small, large] = sizes;
   const rows = {};
-  for (const face of Object.keys(FACES)) {
-    rows[`${face}/default/${small}`] = await measure(tmp, face, small, false);
-    rows[`${face}/fast/${small}`] = await measure(tmp, face, small, true);
-    rows[`${face}/fast/${large}`] = await measure(tmp, face, large, true);
+  for (const [face, modes] of Object.entries(FACES)) {
+    rows[`${face}/default/${small}`] = await measure(tmp, modes.edge, small, false);
+    rows[`${face}/fast/${small}`] = await measure(tmp, modes.edge, small, true);
+    rows[`${face} floor/fast/${small}`] = await measure(tmp, modes.floor, small, true);
+    rows[`${face}/fast/${large}`] = await measure(tmp, modes.edge, large, true);
   }
   // Growth from one size to the other, fast mode: milliseconds per route added, and how much more
   // a route costs at the large size than at the small one (1.0: linear).

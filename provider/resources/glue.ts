@@ -19,6 +19,16 @@ import type { ProviderKind } from "../runtime";
 export const providerModule = (kind: ProviderKind): string =>
   `exports.handler = () => require("pulumi-edge/runtime").handlers.${kind};\n`;
 
+/**
+ * The URN the engine gives the resource: a plain string when it has no parent (the common case:
+ * an Output per resource costs the program a captured stack trace or more), else derived from
+ * the parent's URN.
+ */
+function urnOf(name: string, token: string, parent: pulumi.Resource | undefined): pulumi.Input<string> {
+  if (parent) return pulumi.createUrn(name, token, parent);
+  return `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::${token}::${name}`;
+}
+
 export abstract class EdgeDynamicResource extends pulumi.CustomResource {
   protected constructor(
     kind: ProviderKind,
@@ -35,7 +45,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
         ...props,
         __provider: providerModule(kind),
         // A lookup (`get`) creates nothing: it needs no identity.
-        __urn: opts.id === undefined ? pulumi.createUrn(name, token, opts.parent) : undefined,
+        __urn: opts.id === undefined ? urnOf(name, token, opts.parent) : undefined,
       },
       opts,
     );
