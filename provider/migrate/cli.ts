@@ -15,7 +15,7 @@ import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
 
-const VERSION = (require("../../../package.json") as { version: string }).version;
+const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
 function pulumi(cwd: string, stack: string | undefined, args: string[]): string {
   return execFileSync(

@@ -12,7 +12,7 @@ import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
 import { buildSchema, PACKAGE } from "./schema";
 import { conceal, reveal, secretProperties } from "./secrets";
 
-const VERSION = (require("../../../package.json") as { version: string }).version;
+const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
 const KINDS = new Map(
   (Object.entries(TYPE_NAMES) as [ResourceKind, string][]).map(([kind, name]) => [

@@ -4,34 +4,31 @@
  * are never case-converted.
  */
 import { createHash } from "node:crypto";
-import type { z } from "zod";
 import {
   type EdgeCreate,
   errorBodySchema,
+  fillPath,
   type HttpsEdge,
   type HttpsEdgeList,
-  httpsEdgeListSchema,
-  httpsEdgeSchema,
+  IDEMPOTENCY_KEY_HEADER,
   type ModuleRequestInput,
   type ModuleResponse,
+  type Operation,
   OPERATION_ID_HEADER,
+  OPERATIONS as OPS,
+  type PathParams,
   type Problem,
   REPLAYED_HEADER,
-  ROUTE_MODULES,
   type Route,
   type RouteCreate,
   type RouteList,
   type RouteModuleName,
   type RouteUpdate,
-  routeListSchema,
-  routeSchema,
+  type SuccessOf,
   type TlsEdge,
   type TlsEdgeList,
   type TlsIpRestriction,
   type TlsIpRestrictionMutate,
-  tlsEdgeListSchema,
-  tlsEdgeSchema,
-  tlsIpRestrictionSchema,
 } from "../contract";
 import type { SendOptions, Transport } from "../transport";
 
@@ -119,8 +116,6 @@ const replayed = new WeakSet<object>();
 /** Whether a create's answer is the object an earlier create with the same key made (not a new one). */
 export const wasReplayed = (answer: object): boolean => replayed.has(answer);
 
-const seg = encodeURIComponent;
-
 export class EdgeClient {
   constructor(
     readonly transport: Transport,
@@ -134,41 +129,41 @@ export class EdgeClient {
 
   // ---------------------------------------------------------------- HTTPS edges
   createHttpsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<HttpsEdge> {
-    return this.call("POST", "/edges/https", httpsEdgeSchema, body, create);
+    return this.request(OPS.https.create, {}, { body, create });
   }
   getHttpsEdge(id: string): Promise<HttpsEdge> {
-    return this.call("GET", `/edges/https/${seg(id)}`, httpsEdgeSchema);
+    return this.request(OPS.https.get, { id });
   }
   listHttpsEdges(page?: PageOptions): Promise<HttpsEdgeList> {
-    return this.call("GET", `/edges/https${query(page)}`, httpsEdgeListSchema);
+    return this.request(OPS.https.list, {}, { page });
   }
   deleteHttpsEdge(id: string): Promise<void> {
-    return this.call("DELETE", `/edges/https/${seg(id)}`);
+    return this.request(OPS.https.delete, { id });
   }
 
   // ---------------------------------------------------------------- TLS edges
   createTlsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<TlsEdge> {
-    return this.call("POST", "/edges/tls", tlsEdgeSchema, body, create);
+    return this.request(OPS.tls.create, {}, { body, create });
   }
   getTlsEdge(id: string): Promise<TlsEdge> {
-    return this.call("GET", `/edges/tls/${seg(id)}`, tlsEdgeSchema);
+    return this.request(OPS.tls.get, { id });
   }
   listTlsEdges(page?: PageOptions): Promise<TlsEdgeList> {
-    return this.call("GET", `/edges/tls${query(page)}`, tlsEdgeListSchema);
+    return this.request(OPS.tls.list, {}, { page });
   }
   deleteTlsEdge(id: string): Promise<void> {
-    return this.call("DELETE", `/edges/tls/${seg(id)}`);
+    return this.request(OPS.tls.delete, { id });
   }
 
   // ---------------------------------------------------------------- routes
   createRoute(edgeId: string, body: RouteCreate, create?: CreateOptions): Promise<Route> {
-    return this.call("POST", routesPath(edgeId), routeSchema, body, create);
+    return this.request(OPS.routes.create, { edge_id: edgeId }, { body, create });
   }
   getRoute(edgeId: string, id: string): Promise<Route> {
-    return this.call("GET", routePath(edgeId, id), routeSchema);
+    return this.request(OPS.routes.get, { edge_id: edgeId, id });
   }
   listRoutes(edgeId: string, page?: PageOptions): Promise<RouteList> {
-    return this.call("GET", `${routesPath(edgeId)}${query(page)}`, routeListSchema);
+    return this.request(OPS.routes.list, { edge_id: edgeId }, { page });
   }
   /** Every route of an edge, following next_page_uri. */
   async *allRoutes(edgeId: string): AsyncGenerator<Route> {
@@ -176,16 +171,17 @@ export class EdgeClient {
     for (;;) {
       const page = await this.listRoutes(edgeId, { beforeId });
       yield* page.routes;
-      if (!page.next_page_uri || page.routes.length === 0) return;
-      beforeId = page.routes[page.routes.length - 1]!.id;
+      const last = page.routes.at(-1);
+      if (!page.next_page_uri || last === undefined) return;
+      beforeId = last.id;
     }
   }
   /** PATCH: a present module replaces that module whole; absent modules are untouched. */
   updateRoute(edgeId: string, id: string, body: RouteUpdate): Promise<Route> {
-    return this.call("PATCH", routePath(edgeId, id), routeSchema, body);
+    return this.request(OPS.routes.update, { edge_id: edgeId, id }, { body });
   }
   deleteRoute(edgeId: string, id: string): Promise<void> {
-    return this.call("DELETE", routePath(edgeId, id));
+    return this.request(OPS.routes.delete, { edge_id: edgeId, id });
   }
 
   // ---------------------------------------------------------------- route modules
@@ -195,24 +191,20 @@ export class EdgeClient {
     module: M,
     body: ModuleRequestInput<M>,
   ): Promise<ModuleResponse<M>> {
-    return this.call(
-      "PUT",
-      `${routePath(edgeId, id)}/${module}`,
-      ROUTE_MODULES[module].response,
-      body,
-    ) as Promise<ModuleResponse<M>>;
+    // The table's entry of a module named by a type parameter: its answer is that module's.
+    return this.request(OPS.modules[module].put, { edge_id: edgeId, id }, { body }) as Promise<
+      ModuleResponse<M>
+    >;
   }
   getRouteModule<M extends RouteModuleName>(
     edgeId: string,
     id: string,
     module: M,
   ): Promise<ModuleResponse<M>> {
-    return this.call("GET", `${routePath(edgeId, id)}/${module}`, ROUTE_MODULES[module].response) as Promise<
-      ModuleResponse<M>
-    >;
+    return this.request(OPS.modules[module].get, { edge_id: edgeId, id }) as Promise<ModuleResponse<M>>;
   }
   deleteRouteModule(edgeId: string, id: string, module: RouteModuleName): Promise<void> {
-    return this.call("DELETE", `${routePath(edgeId, id)}/${module}`);
+    return this.request(OPS.modules[module].delete, { edge_id: edgeId, id });
   }
 
   // ---------------------------------------------------------------- TLS IP restriction
@@ -225,49 +217,45 @@ export class EdgeClient {
     body: TlsIpRestrictionMutate,
     create?: CreateOptions,
   ): Promise<TlsIpRestriction> {
-    return this.call("PUT", `/edges/tls/${seg(edgeId)}/ip_restriction`, tlsIpRestrictionSchema, body, create);
+    return this.request(OPS.tlsIpRestriction.put, { id: edgeId }, { body, create });
   }
   getTlsIpRestriction(edgeId: string): Promise<TlsIpRestriction> {
-    return this.call("GET", `/edges/tls/${seg(edgeId)}/ip_restriction`, tlsIpRestrictionSchema);
+    return this.request(OPS.tlsIpRestriction.get, { id: edgeId });
   }
   deleteTlsIpRestriction(edgeId: string): Promise<void> {
-    return this.call("DELETE", `/edges/tls/${seg(edgeId)}/ip_restriction`);
+    return this.request(OPS.tlsIpRestriction.delete, { id: edgeId });
   }
 
   // ---------------------------------------------------------------- plumbing
-  private async call(method: string, path: string): Promise<void>;
-  private async call<S extends z.ZodType>(
-    method: string,
-    path: string,
-    schema: S,
-    body?: unknown,
-    create?: CreateOptions,
-  ): Promise<z.output<S>>;
-  private async call(
-    method: string,
-    path: string,
-    schema?: z.ZodType,
-    body?: unknown,
-    create?: CreateOptions,
-  ): Promise<unknown> {
-    const operation = `${method} ${path}`;
-    const text = body === undefined ? undefined : JSON.stringify(body);
+  /**
+   * One operation of the contract's table: its method and path, the body sent exactly as given,
+   * the answer parsed with the operation's own response schema.
+   */
+  async request<O extends Operation>(
+    op: O,
+    params: Record<PathParams<O["path"]>, string>,
+    opts: { body?: unknown; page?: PageOptions; create?: CreateOptions } = {},
+  ): Promise<SuccessOf<O>> {
+    const path = fillPath(op.path, params) + query(opts.page);
+    const operation = `${op.method} ${path}`;
+    const text = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const headers: Record<string, string> =
       text === undefined
         ? { accept: "application/json" }
         : { "content-type": "application/json", accept: "application/json" };
+    const create = opts.create;
     const key =
       create?.idempotencyKey ??
       (create?.identity === undefined
         ? undefined
         : idempotencyKeyFor(
             create.identity,
-            method,
+            op.method,
             path,
             create.keyedOn === undefined ? (text ?? "") : JSON.stringify(create.keyedOn),
           ));
-    if (key !== undefined) headers["idempotency-key"] = key;
-    const request = new Request(this.transport.baseUrl + path, { method, headers, body: text });
+    if (key !== undefined) headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()] = key;
+    const request = new Request(this.transport.baseUrl + path, { method: op.method, headers, body: text });
     const response = await this.transport.send(request, this.options);
     const operationId = response.headers.get(OPERATION_ID_HEADER) ?? undefined;
     const answer = await response.text();
@@ -293,8 +281,9 @@ export class EdgeClient {
         operation,
       });
     }
-    if (!schema) return undefined;
-    const parsed = schema.safeParse(safeJson(answer));
+    const success = op.success;
+    if (success.status === 204) return undefined as SuccessOf<O>;
+    const parsed = success.schema.safeParse(safeJson(answer));
     if (!parsed.success) {
       throw new EdgeApiError({
         status: response.status,
@@ -304,15 +293,13 @@ export class EdgeClient {
         operation,
       });
     }
-    if (response.headers.get(REPLAYED_HEADER) === "true" && typeof parsed.data === "object" && parsed.data) {
-      replayed.add(parsed.data);
+    const data: unknown = parsed.data;
+    if (response.headers.get(REPLAYED_HEADER) === "true" && typeof data === "object" && data !== null) {
+      replayed.add(data);
     }
-    return parsed.data;
+    return data as SuccessOf<O>;
   }
 }
-
-const routesPath = (edgeId: string) => `/edges/https/${seg(edgeId)}/routes`;
-const routePath = (edgeId: string, id: string) => `${routesPath(edgeId)}/${seg(id)}`;
 
 function query(page?: PageOptions): string {
   const q = new URLSearchParams();

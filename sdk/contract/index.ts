@@ -8,6 +8,8 @@ export * from "./errors";
 export * from "./limits";
 export * from "./modules";
 export * from "./openapi";
+export * from "./operations";
 export * from "./problems";
+export * from "./render";
 export * from "./routes";
 export * from "./wire";

@@ -1,22 +1,22 @@
 /**
- * `GET /openapi.json`: the API described in OpenAPI 3.1, generated from the zod schemas of this
- * contract (zod 4's own `z.toJSONSchema`, JSON Schema 2020-12, which is OpenAPI 3.1's dialect),
- * so the document cannot drift from what the service parses and renders. Request bodies are the
- * schemas' input side (defaults optional), responses their output side (total).
+ * `GET /openapi.json`: the API described in OpenAPI 3.1, generated from the operation table
+ * (./operations) and the zod schemas it names (zod 4's own `z.toJSONSchema`, JSON Schema
+ * 2020-12, which is OpenAPI 3.1's dialect), so the document cannot drift from what the service
+ * routes, parses and renders. Request bodies are the schemas' input side (defaults optional),
+ * responses their output side (total).
  */
 import { z } from "zod";
-import {
-  edgeCreateSchema,
-  httpsEdgeListSchema,
-  httpsEdgeSchema,
-  tlsEdgeListSchema,
-  tlsEdgeSchema,
-} from "./edges";
 import { ERROR_CODES, errorBodySchema, OPERATION_ID_HEADER, REPLAYED_HEADER } from "./errors";
 import { ID_PATTERN, MAX_BODY_BYTES } from "./limits";
-import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
-import { routeCreateBodySchema, routeListSchema, routeSchema, routeUpdateSchema } from "./routes";
-import { acceptsEmptyBody, pageQuerySchema, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } from "./wire";
+import { ROUTE_MODULE_NAMES } from "./modules";
+import {
+  ALL_OPERATIONS,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_PATTERN,
+  type Operation,
+  OPERATIONS,
+} from "./operations";
+import { pageQuerySchema } from "./wire";
 
 type Json = Record<string, unknown>;
 
@@ -30,7 +30,6 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): Json {
 }
 
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
-const pascal = (wire: string) => wire.replace(/(^|_)([a-z])/g, (_m, _u, ch: string) => ch.toUpperCase());
 
 /** Response headers every answer carries. */
 const operationIdHeader = {
@@ -67,29 +66,10 @@ function errorResponse(status: number): Json {
   };
 }
 
-function ok(status: 200 | 201, schema: Json, description: string): Json {
-  return {
-    [status]: { description, headers: operationIdHeader, content: { "application/json": { schema } } },
-  };
-}
-const noContent = { 204: { description: "Done; no body.", headers: operationIdHeader } };
+const noContent = { description: "Done; no body.", headers: operationIdHeader };
 
-interface Op {
-  operationId: string;
-  summary: string;
-  tags: string[];
-  /** Path parameters. */
-  path?: string[];
-  query?: "page";
-  body?: { schema: Json; required: boolean; description?: string };
-  idempotent?: boolean;
-  success: Json;
-  errors: number[];
-  links?: Json;
-}
-
-function operation(op: Op): Json {
-  const parameters: Json[] = (op.path ?? []).map((name) => ({
+function operation(op: Operation, opLinks?: Json): Json {
+  const parameters: Json[] = [...op.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
     name,
     in: "path",
     required: true,
@@ -104,46 +84,53 @@ function operation(op: Op): Json {
   }
   if (op.idempotent) {
     parameters.push({
-      name: "Idempotency-Key",
+      name: IDEMPOTENCY_KEY_HEADER,
       in: "header",
       required: false,
       description:
         "Makes the create exactly-once: a repeat with the same key and body, in this call or long after, answers the object the first one made, as it is now, for as long as it exists (the answer then carries `Idempotent-Replayed: true`); the same key with another body is a 400.",
-      schema: { type: "string", pattern: "^[\\x21-\\x7e]{1,255}$" },
+      schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
   }
-  const responses: Json = { ...op.success };
-  if (op.idempotent) {
-    for (const answer of Object.values(responses) as Array<{ headers?: Json }>) {
-      answer.headers = {
-        ...answer.headers,
-        [REPLAYED_HEADER]: {
-          description: "`true` when an earlier request with this Idempotency-Key made the object answered.",
-          required: false,
-          schema: { type: "string", enum: ["true"] },
-        },
-      };
-    }
-  }
+  const success = op.success;
+  const headers = {
+    ...operationIdHeader,
+    ...(op.idempotent
+      ? {
+          [REPLAYED_HEADER]: {
+            description: "`true` when an earlier request with this Idempotency-Key made the object answered.",
+            required: false,
+            schema: { type: "string", enum: ["true"] },
+          },
+        }
+      : {}),
+  };
+  const responses: Json = {
+    [success.status]:
+      success.status === 204
+        ? noContent
+        : {
+            description: success.description,
+            headers,
+            content: { "application/json": { schema: ref(success.ref) } },
+            ...(opLinks ? { links: opLinks } : {}),
+          },
+  };
   // Any operation may meet a bad query parameter, a missing key or the rate limit.
   for (const status of [...new Set([400, 401, 429, ...op.errors])].sort()) {
     responses[status] = errorResponse(status);
   }
-  if (op.links) {
-    const [status] = Object.keys(op.success);
-    (responses[status!] as Json).links = op.links;
-  }
   return {
-    operationId: op.operationId,
+    operationId: op.id,
     summary: op.summary,
-    tags: op.tags,
+    tags: [op.tag],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body
       ? {
           requestBody: {
-            required: op.body.required,
+            required: !op.body.emptyIsObject,
             ...(op.body.description ? { description: op.body.description } : {}),
-            content: { "application/json": { schema: op.body.schema } },
+            content: { "application/json": { schema: ref(op.body.ref) } },
           },
         }
       : {}),
@@ -158,204 +145,52 @@ function links(targets: Record<string, Record<string, string>>): Json {
   );
 }
 
-const BODY_ERRORS = [413, 415];
+/** The links of each create's answer, by its operation id. */
+function createLinks(): Record<string, Json> {
+  const routeIds = { edge_id: "$response.body#/edge_id", id: "$response.body#/id" };
+  const byId = { id: "$response.body#/id" };
+  const on = (ops: Operation[], params: Record<string, string>) =>
+    Object.fromEntries(ops.map((o) => [o.id, params]));
+  return {
+    [OPERATIONS.https.create.id]: links({
+      ...on([OPERATIONS.https.get, OPERATIONS.https.delete], byId),
+      ...on([OPERATIONS.routes.create, OPERATIONS.routes.list], { edge_id: "$response.body#/id" }),
+    }),
+    [OPERATIONS.tls.create.id]: links(
+      on([OPERATIONS.tls.get, OPERATIONS.tls.delete, ...Object.values(OPERATIONS.tlsIpRestriction)], byId),
+    ),
+    [OPERATIONS.routes.create.id]: links(
+      on(
+        [
+          OPERATIONS.routes.get,
+          OPERATIONS.routes.update,
+          OPERATIONS.routes.delete,
+          ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values(OPERATIONS.modules[m])),
+        ],
+        routeIds,
+      ),
+    ),
+  };
+}
 
 /**
  * The OpenAPI 3.1 document of the API. `info.version` is "1": the API has no versioning of its own
  * (edge-api.md "Versioning": not shown); the document changes only with this contract.
  */
 export function buildOpenApi(): Json {
-  const version = "1";
-  const schemas: Json = {
-    Error: jsonSchema(errorBodySchema, "output"),
-    EdgeCreate: jsonSchema(edgeCreateSchema, "input"),
-    HttpsEdge: jsonSchema(httpsEdgeSchema, "output"),
-    HttpsEdgeList: jsonSchema(httpsEdgeListSchema, "output"),
-    TlsEdge: jsonSchema(tlsEdgeSchema, "output"),
-    TlsEdgeList: jsonSchema(tlsEdgeListSchema, "output"),
-    RouteCreate: jsonSchema(routeCreateBodySchema, "input"),
-    RouteUpdate: jsonSchema(routeUpdateSchema, "input"),
-    Route: jsonSchema(routeSchema, "output"),
-    RouteList: jsonSchema(routeListSchema, "output"),
-    TlsIpRestrictionPut: jsonSchema(tlsIpRestrictionBodySchema, "input"),
-    TlsIpRestriction: jsonSchema(ROUTE_MODULES.ip_restriction.response, "output"),
-  };
-  for (const name of ROUTE_MODULE_NAMES) {
-    schemas[`${pascal(name)}ModulePut`] = jsonSchema(ROUTE_MODULE_BODIES[name], "input");
-    schemas[`${pascal(name)}Module`] = jsonSchema(ROUTE_MODULES[name].response, "output");
+  const schemas: Json = { Error: jsonSchema(errorBodySchema, "output") };
+  const paths: Record<string, Json> = {};
+  const opLinks = createLinks();
+  for (const op of ALL_OPERATIONS) {
+    if (op.body) schemas[op.body.ref] = jsonSchema(op.body.schema, "input");
+    if (op.success.status !== 204) schemas[op.success.ref] = jsonSchema(op.success.schema, "output");
+    (paths[op.path] ??= {})[op.method.toLowerCase()] = operation(op, opLinks[op.id]);
   }
-
-  const edgeLinks = (kind: "https" | "tls") =>
-    links({
-      [`get_${kind}_edge`]: { id: "$response.body#/id" },
-      [`delete_${kind}_edge`]: { id: "$response.body#/id" },
-      ...(kind === "https"
-        ? { create_route: { edge_id: "$response.body#/id" }, list_routes: { edge_id: "$response.body#/id" } }
-        : {
-            put_tls_ip_restriction: { id: "$response.body#/id" },
-            get_tls_ip_restriction: { id: "$response.body#/id" },
-            delete_tls_ip_restriction: { id: "$response.body#/id" },
-          }),
-    });
-  const routeIds = { edge_id: "$response.body#/edge_id", id: "$response.body#/id" };
-  const routeLinks = links({
-    get_route: routeIds,
-    update_route: routeIds,
-    delete_route: routeIds,
-    ...Object.fromEntries(
-      ROUTE_MODULE_NAMES.flatMap((m) => [
-        [`put_${m}_module`, routeIds],
-        [`get_${m}_module`, routeIds],
-        [`delete_${m}_module`, routeIds],
-      ]),
-    ),
-  });
-
-  const paths: Json = {};
-  for (const kind of ["https", "tls"] as const) {
-    const label = kind === "https" ? "HTTPS" : "TLS";
-    const Edge = kind === "https" ? "HttpsEdge" : "TlsEdge";
-    paths[`/edges/${kind}`] = {
-      post: operation({
-        operationId: `create_${kind}_edge`,
-        summary: `Create a ${label} edge`,
-        tags: [`${label} edges`],
-        body: { schema: ref("EdgeCreate"), required: true },
-        idempotent: true,
-        success: ok(201, ref(Edge), `The ${label} edge.`),
-        errors: BODY_ERRORS,
-        links: edgeLinks(kind),
-      }),
-      get: operation({
-        operationId: `list_${kind}_edges`,
-        summary: `List ${label} edges, newest first, a page at a time`,
-        tags: [`${label} edges`],
-        query: "page",
-        success: ok(200, ref(`${Edge}List`), "One page; `next_page_uri` is null on the last."),
-        errors: [],
-      }),
-    };
-    paths[`/edges/${kind}/{id}`] = {
-      get: operation({
-        operationId: `get_${kind}_edge`,
-        summary: `Get a ${label} edge`,
-        tags: [`${label} edges`],
-        path: ["id"],
-        success: ok(200, ref(Edge), `The ${label} edge.`),
-        errors: [404],
-      }),
-      delete: operation({
-        operationId: `delete_${kind}_edge`,
-        summary: `Delete a ${label} edge, with its ${kind === "https" ? "routes" : "IP restriction"}`,
-        tags: [`${label} edges`],
-        path: ["id"],
-        success: noContent,
-        errors: [404],
-      }),
-    };
-  }
-
-  const routes = "/edges/https/{edge_id}/routes";
-  paths[routes] = {
-    post: operation({
-      operationId: "create_route",
-      summary: "Create a route of an HTTPS edge",
-      tags: ["Routes"],
-      path: ["edge_id"],
-      body: { schema: ref("RouteCreate"), required: true },
-      idempotent: true,
-      success: ok(201, ref("Route"), "The route."),
-      errors: [404, 409, ...BODY_ERRORS],
-      links: routeLinks,
-    }),
-    get: operation({
-      operationId: "list_routes",
-      summary: "List the routes of an HTTPS edge, newest first, a page at a time",
-      tags: ["Routes"],
-      path: ["edge_id"],
-      query: "page",
-      success: ok(200, ref("RouteList"), "One page; `next_page_uri` is null on the last."),
-      errors: [404],
-    }),
-  };
-  paths[`${routes}/{id}`] = {
-    get: operation({
-      operationId: "get_route",
-      summary: "Get a route",
-      tags: ["Routes"],
-      path: ["edge_id", "id"],
-      success: ok(200, ref("Route"), "The route."),
-      errors: [404],
-    }),
-    patch: operation({
-      operationId: "update_route",
-      summary: "Update a route: present fields replace, a present module replaces that module whole",
-      tags: ["Routes"],
-      path: ["edge_id", "id"],
-      body: { schema: ref("RouteUpdate"), required: true },
-      success: ok(200, ref("Route"), "The route."),
-      errors: [404, 409, ...BODY_ERRORS],
-    }),
-    delete: operation({
-      operationId: "delete_route",
-      summary: "Delete a route",
-      tags: ["Routes"],
-      path: ["edge_id", "id"],
-      success: noContent,
-      errors: [404],
-    }),
-  };
-  for (const name of ROUTE_MODULE_NAMES) {
-    const Name = pascal(name);
-    paths[`${routes}/{id}/${name}`] = moduleOperations(name, Name);
-  }
-
-  const tlsIp = "/edges/tls/{id}/ip_restriction";
-  paths[tlsIp] = {
-    put: operation({
-      operationId: "put_tls_ip_restriction",
-      summary:
-        "Replace the IP restriction module of a TLS edge (with an Idempotency-Key: create it, where none is configured)",
-      tags: ["TLS edges"],
-      path: ["id"],
-      body: { schema: ref("TlsIpRestrictionPut"), required: true },
-      idempotent: true,
-      success: ok(200, ref("TlsIpRestriction"), "The module."),
-      errors: [404, 409, ...BODY_ERRORS],
-    }),
-    get: operation({
-      operationId: "get_tls_ip_restriction",
-      summary: "Get the IP restriction module of a TLS edge",
-      tags: ["TLS edges"],
-      path: ["id"],
-      success: ok(200, ref("TlsIpRestriction"), "The module."),
-      errors: [404],
-    }),
-    delete: operation({
-      operationId: "delete_tls_ip_restriction",
-      summary: "Delete the IP restriction module of a TLS edge",
-      tags: ["TLS edges"],
-      path: ["id"],
-      success: noContent,
-      errors: [404],
-    }),
-  };
-
-  paths["/openapi.json"] = {
-    get: operation({
-      operationId: "get_openapi",
-      summary: "This document",
-      tags: ["Meta"],
-      success: ok(200, { type: "object" }, "The OpenAPI 3.1 description of this API."),
-      errors: [],
-    }),
-  };
-
   return {
     openapi: "3.1.0",
     info: {
       title: "Edge management API",
-      version,
+      version: "1",
       description:
         "HTTPS edges and their routes with 13 traffic modules, TLS edges and their IP restriction module. JSON over HTTP; unknown body fields and query parameters are refused (400 naming them); a rejected request changes nothing.",
     },
@@ -372,42 +207,5 @@ export function buildOpenApi(): Json {
         },
       },
     },
-  };
-}
-
-function moduleOperations(name: RouteModuleName, Name: string): Json {
-  const path = ["edge_id", "id"];
-  const tags = ["Route modules"];
-  const emptyOk = acceptsEmptyBody(name);
-  return {
-    put: operation({
-      operationId: `put_${name}_module`,
-      summary: `Replace the ${name} module of a route`,
-      tags,
-      path,
-      body: {
-        schema: ref(`${Name}ModulePut`),
-        required: !emptyOk,
-        description: `The module, bare or wrapped as {"edge_id"?, "id"?, "module"}.${emptyOk ? " No body at all (no bytes, no content type) is {}." : ""}`,
-      },
-      success: ok(200, ref(`${Name}Module`), "The module."),
-      errors: [404, ...BODY_ERRORS],
-    }),
-    get: operation({
-      operationId: `get_${name}_module`,
-      summary: `Get the ${name} module of a route (404 when not configured)`,
-      tags,
-      path,
-      success: ok(200, ref(`${Name}Module`), "The module."),
-      errors: [404],
-    }),
-    delete: operation({
-      operationId: `delete_${name}_module`,
-      summary: `Delete the ${name} module of a route (404 when not configured)`,
-      tags,
-      path,
-      success: noContent,
-      errors: [404],
-    }),
   };
 }

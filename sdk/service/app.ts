@@ -1,21 +1,27 @@
 /**
  * The edge API over Web-standard Request/Response (Hono). `app.fetch` serves both a socket
  * (the standalone server) and in-process calls (the embedded transport): one code path.
- * This file is the route table, read like the API table; cross-cutting concerns are the
- * middleware of ./middleware, answers are built in ./context.
+ * The routes are the contract's operation table (sdk/contract/operations); this file says what
+ * each operation does, in the table's order. Cross-cutting concerns are the middleware of
+ * ./middleware, answers are built in ./context.
  */
 import { Hono } from "hono";
 import { type z } from "zod";
 import {
-  acceptsEmptyBody,
+  ALL_OPERATIONS,
   buildOpenApi,
   ID_PATTERN,
-  isRouteModuleName,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_KEY_PATTERN,
   issuesToProblems,
   noQuerySchema,
+  type Operation,
+  OPERATIONS,
   type PageQuery,
   pageQuerySchema,
+  type PathParams,
   type Problem,
+  ROUTE_MODULE_NAMES,
 } from "../contract";
 import { type EdgeContext, type Env, errorAnswer, respond } from "./context";
 import { ApiError } from "./errors";
@@ -76,6 +82,19 @@ function query<S extends z.ZodType>(c: EdgeContext, schema: S): z.output<S> {
   return result.data as z.output<S>;
 }
 
+/** What a handler gets: the path's identifiers (checked), the body, the page asked for, the context. */
+interface Call<O extends Operation> {
+  params: Record<PathParams<O["path"]>, string>;
+  /** The JSON body as sent (the service parses it against the contract). */
+  body: unknown;
+  /** `?limit=` and `?before_id=`, for the list operations. */
+  page: PageQuery;
+  ctx: RequestContext;
+}
+
+/** `/edges/https/{edge_id}/routes` → Hono's `/edges/https/:edge_id/routes`. */
+const honoPath = (template: string) => template.replace(/\{(\w+)\}/g, ":$1");
+
 export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const service = new EdgeService(opts.store);
   const cache = new ResponseCache(
@@ -90,107 +109,92 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     app.use(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined));
   }
 
-  const ctx = (c: EdgeContext): RequestContext => ({ baseUrl: new URL(c.req.url).origin });
   /**
-   * The context of a create: with its `Idempotency-Key`, when the caller sent one; an answer to
-   * a repeat says so (`Idempotent-Replayed: true`).
+   * Where the caller reached the service (every Ref and uri is built on it); for an operation that
+   * takes an `Idempotency-Key`, the key, and an answer to a repeat says so (`Idempotent-Replayed`).
    */
-  const createCtx = (c: EdgeContext): RequestContext => {
-    const key = c.req.header("idempotency-key");
-    if (key !== undefined && !/^[\x21-\x7e]{1,255}$/.test(key)) {
+  const context = (op: Operation, c: EdgeContext): RequestContext => {
+    const baseUrl = new URL(c.req.url).origin;
+    if (!op.idempotent) return { baseUrl };
+    const key = c.req.header(IDEMPOTENCY_KEY_HEADER);
+    if (key !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw ApiError.invalid([
-        { field: "Idempotency-Key", msg: "must be 1 to 255 visible ASCII characters" },
+        { field: IDEMPOTENCY_KEY_HEADER, msg: "must be 1 to 255 visible ASCII characters" },
       ]);
     }
-    return { ...ctx(c), idempotencyKey: key, onReplay: () => c.set("replayed", true) };
+    return { baseUrl, idempotencyKey: key, onReplay: () => c.set("replayed", true) };
   };
-  const p = (c: EdgeContext, name: string): string => {
-    const value = c.req.param(name) ?? "";
-    if (!ID_PATTERN.test(value)) throw ApiError.notFound(`${name} "${value.slice(0, 80)}"`);
-    return value;
-  };
-  const body = (c: EdgeContext) => c.get("body");
-  const page = (c: EdgeContext): PageQuery => query(c, pageQuerySchema);
-  /** Refuses a query parameter the operation does not take (gaps.md: a typo must not serve page 1 again). */
-  const none = (c: EdgeContext): void => void query(c, noQuerySchema);
-  /** Answers a GET: the rendered body, reused while the data is unchanged. Errors are never kept. */
-  const read = async (
-    c: EdgeContext,
-    render: () => Promise<unknown>,
-    q: (c: EdgeContext) => unknown = none,
-  ) => {
-    q(c);
-    return respond(c, 200, await cache.json(c.req.url, render));
-  };
-  /** Runs a delete and answers 204. */
-  const noContent = async (c: EdgeContext, run: () => Promise<void>) => {
-    none(c);
-    await run();
-    return respond(c, 204, null);
-  };
-  /** Answers a write with the stored resource. */
-  const json = async (c: EdgeContext, status: 200 | 201, value: () => Promise<unknown>) => {
-    none(c);
-    return respond(c, status, JSON.stringify(await value()));
+  /** The path's identifiers, each in the identifier character set (else a 404). */
+  const params = (op: Operation, c: EdgeContext): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const [, name] of op.path.matchAll(/\{(\w+)\}/g)) {
+      const value = c.req.param(name!) ?? "";
+      if (!ID_PATTERN.test(value)) throw ApiError.notFound(`${name} "${value.slice(0, 80)}"`);
+      out[name!] = value;
+    }
+    return out;
   };
 
-  // Writes that take a body read it through jsonBody first; GETs, the hot path, skip that layer.
-
-  // HTTPS edges
-  app.post("/edges/https", jsonBody, (c) =>
-    json(c, 201, () => service.createEdge("https", body(c), createCtx(c))),
-  );
-  app.get("/edges/https", (c) => read(c, () => service.listEdges("https", page(c), ctx(c)), page));
-  app.get("/edges/https/:id", (c) => read(c, () => service.getEdge("https", p(c, "id"), ctx(c))));
-  app.delete("/edges/https/:id", (c) => noContent(c, () => service.deleteEdge("https", p(c, "id"))));
-
-  // Routes of an HTTPS edge
-  const routes = "/edges/https/:edge_id/routes";
-  app.post(routes, jsonBody, (c) =>
-    json(c, 201, () => service.createRoute(p(c, "edge_id"), body(c), createCtx(c))),
-  );
-  app.get(routes, (c) => read(c, () => service.listRoutes(p(c, "edge_id"), page(c), ctx(c)), page));
-  app.get(`${routes}/:id`, (c) => read(c, () => service.getRoute(p(c, "edge_id"), p(c, "id"), ctx(c))));
-  app.patch(`${routes}/:id`, jsonBody, (c) =>
-    json(c, 200, () => service.updateRoute(p(c, "edge_id"), p(c, "id"), body(c), ctx(c))),
-  );
-  app.delete(`${routes}/:id`, (c) => noContent(c, () => service.deleteRoute(p(c, "edge_id"), p(c, "id"))));
-
-  // One sub-resource per route module: /edges/https/{edge_id}/routes/{id}/{module}
-  const mod = `${routes}/:id/:module`;
-  const module = (c: EdgeContext) => c.req.param("module") ?? "";
-  // A module whose fields are all optional takes a PUT without any body as `{}` (the Python client's empty module).
-  const emptyModule = (c: EdgeContext) => {
-    const name = module(c);
-    return isRouteModuleName(name) && acceptsEmptyBody(name) ? {} : undefined;
+  const registered = new Set<string>();
+  /**
+   * Serves `op`: its body read first (POST/PUT/PATCH), its query checked (an unknown parameter
+   * is a 400: a typo must not serve page 1 again), its path identifiers checked; a GET's answer
+   * reused while the data is unchanged (errors are never kept), a 204 without a body.
+   */
+  const serve = <O extends Operation>(op: O, handler: (call: Call<O>) => unknown) => {
+    registered.add(op.id);
+    const answer = async (c: EdgeContext) => {
+      const page = query(c, op.query === "page" ? pageQuerySchema : noQuerySchema) as PageQuery;
+      const call = async () =>
+        handler({
+          params: params(op, c),
+          body: c.get("body"),
+          page,
+          ctx: context(op, c),
+        });
+      const success = op.success;
+      if (success.status === 204) {
+        await call();
+        return respond(c, 204, null);
+      }
+      if (op.method === "GET") return respond(c, 200, await cache.json(c.req.url, call));
+      return respond(c, success.status, JSON.stringify(await call()));
+    };
+    const path = honoPath(op.path);
+    if (!op.body) app.on(op.method, path, answer);
+    else app.on(op.method, path, op.body.emptyIsObject ? jsonBodyOrEmpty(() => ({})) : jsonBody, answer);
   };
-  app.put(mod, jsonBodyOrEmpty(emptyModule), (c) =>
-    json(c, 200, () => service.putModule(p(c, "edge_id"), p(c, "id"), module(c), body(c), ctx(c))),
-  );
-  app.get(mod, (c) => read(c, () => service.getModule(p(c, "edge_id"), p(c, "id"), module(c), ctx(c))));
-  app.delete(mod, (c) => noContent(c, () => service.deleteModule(p(c, "edge_id"), p(c, "id"), module(c))));
 
-  // TLS edges and their IP restriction module
-  app.post("/edges/tls", jsonBody, (c) =>
-    json(c, 201, () => service.createEdge("tls", body(c), createCtx(c))),
-  );
-  app.get("/edges/tls", (c) => read(c, () => service.listEdges("tls", page(c), ctx(c)), page));
-  app.get("/edges/tls/:id", (c) => read(c, () => service.getEdge("tls", p(c, "id"), ctx(c))));
-  app.delete("/edges/tls/:id", (c) => noContent(c, () => service.deleteEdge("tls", p(c, "id"))));
-  const tlsIp = "/edges/tls/:id/ip_restriction";
-  app.put(tlsIp, jsonBody, (c) =>
-    json(c, 200, () => service.putTlsIpRestriction(p(c, "id"), body(c), createCtx(c))),
-  );
-  app.get(tlsIp, (c) => read(c, () => service.getTlsIpRestriction(p(c, "id"), ctx(c))));
-  app.delete(tlsIp, (c) => noContent(c, () => service.deleteTlsIpRestriction(p(c, "id"))));
+  const { https, tls, routes, modules, tlsIpRestriction, meta } = OPERATIONS;
+  for (const [kind, ops] of [
+    ["https", https],
+    ["tls", tls],
+  ] as const) {
+    serve(ops.create, ({ body, ctx }) => service.createEdge(kind, body, ctx));
+    serve(ops.list, ({ page, ctx }) => service.listEdges(kind, page, ctx));
+    serve(ops.get, ({ params, ctx }) => service.getEdge(kind, params.id, ctx));
+    serve(ops.delete, ({ params }) => service.deleteEdge(kind, params.id));
+  }
+  serve(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx));
+  serve(routes.list, ({ params, page, ctx }) => service.listRoutes(params.edge_id, page, ctx));
+  serve(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx));
+  serve(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx));
+  serve(routes.delete, ({ params }) => service.deleteRoute(params.edge_id, params.id));
+  for (const m of ROUTE_MODULE_NAMES) {
+    const ops = modules[m];
+    serve(ops.put, ({ params, body, ctx }) => service.putModule(params.edge_id, params.id, m, body, ctx));
+    serve(ops.get, ({ params, ctx }) => service.getModule(params.edge_id, params.id, m, ctx));
+    serve(ops.delete, ({ params }) => service.deleteModule(params.edge_id, params.id, m));
+  }
+  serve(tlsIpRestriction.put, ({ params, body, ctx }) => service.putTlsIpRestriction(params.id, body, ctx));
+  serve(tlsIpRestriction.get, ({ params, ctx }) => service.getTlsIpRestriction(params.id, ctx));
+  serve(tlsIpRestriction.delete, ({ params }) => service.deleteTlsIpRestriction(params.id));
+  // The API describes itself (gaps.md), generated from the same table; rendered once.
+  let openApi: unknown;
+  serve(meta.openapi, () => (openApi ??= buildOpenApi()));
 
-  // The API describes itself (gaps.md), generated from the same contract; rendered once.
-  let openApi: string | undefined;
-  app.get("/openapi.json", (c) => {
-    none(c);
-    openApi ??= JSON.stringify(buildOpenApi());
-    return respond(c, 200, openApi);
-  });
+  const missing = ALL_OPERATIONS.filter((op) => !registered.has(op.id)).map((op) => op.id);
+  if (missing.length > 0) throw new Error(`the service does not serve ${missing.join(", ")}`);
 
   app.notFound(notFoundOrMethodNotAllowed(app));
   app.onError((err, c) => errorAnswer(c, err, opts.log));

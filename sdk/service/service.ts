@@ -10,8 +10,10 @@ import {
   type HttpsEdge,
   type HttpsEdgeList,
   isRouteModuleName,
+  ipPolicyMapping,
   issuesToProblems,
-  NUM_BUCKETS_UNSET,
+  type ModuleRequest,
+  renderModule,
   PAGE_LIMIT_DEFAULT,
   type ModuleBodySchema,
   moduleBodyForm,
@@ -109,6 +111,7 @@ export class EdgeService {
 
   createEdge(kind: "https", body: unknown, ctx: RequestContext): Promise<HttpsEdge>;
   createEdge(kind: "tls", body: unknown, ctx: RequestContext): Promise<TlsEdge>;
+  createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): Promise<HttpsEdge | TlsEdge>;
   createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
@@ -126,12 +129,14 @@ export class EdgeService {
 
   getEdge(kind: "https", id: string, ctx: RequestContext): Promise<HttpsEdge>;
   getEdge(kind: "tls", id: string, ctx: RequestContext): Promise<TlsEdge>;
+  getEdge(kind: EdgeKind, id: string, ctx: RequestContext): Promise<HttpsEdge | TlsEdge>;
   getEdge(kind: EdgeKind, id: string, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
     return this.store.read(async (tx) => this.renderEdge(tx, await this.requireEdge(tx, kind, id), ctx));
   }
 
   listEdges(kind: "https", q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList>;
   listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): Promise<TlsEdgeList>;
+  listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList | TlsEdgeList>;
   listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList | TlsEdgeList> {
     return this.store.read(async (tx) => {
       const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getEdge(kind, id))?.seq);
@@ -459,10 +464,12 @@ export class EdgeService {
         description: row.description,
         metadata: row.metadata,
       };
+      const render = { baseUrl: ctx.baseUrl, routeId: row.id, samlCertificatePem: certs.get(row.id) ?? "" };
       for (const name of ROUTE_MODULE_NAMES) {
         const config = configured[name];
+        // Stored configurations are canonical request shapes (parsed by the contract when written).
         route[name] =
-          config === undefined ? null : renderModule(name, config, row.id, certs.get(row.id) ?? "", ctx);
+          config === undefined ? null : renderModule(name, config as ModuleRequest<typeof name>, render);
       }
       return route as Route;
     });
@@ -476,44 +483,8 @@ interface IpPolicyConfig {
   ip_policy_ids: string[];
 }
 
-const backendRef = (id: string, ctx: RequestContext) => ({ id, uri: `${ctx.baseUrl}/backends/${id}` });
-const ipPolicyRef = (id: string, ctx: RequestContext) => ({ id, uri: `${ctx.baseUrl}/ip_policies/${id}` });
-
 function renderIpPolicy(c: IpPolicyConfig, ctx: RequestContext) {
-  return { enabled: c.enabled, ip_policies: c.ip_policy_ids.map((id) => ipPolicyRef(id, ctx)) };
-}
-
-/** Request shape → response shape (edge-api.md "Mapping of request to response", SAML computed fields). */
-function renderModule(
-  name: RouteModuleName,
-  config: unknown,
-  routeId: string,
-  samlCert: string,
-  ctx: RequestContext,
-) {
-  const c = config as Record<string, unknown>;
-  switch (name) {
-    case "backend":
-      return { enabled: c.enabled, backend: backendRef(String(c.backend_id), ctx) };
-    case "ip_restriction":
-      return renderIpPolicy(c as unknown as IpPolicyConfig, ctx);
-    case "circuit_breaker":
-      // Responses are total: an unset num_buckets is rendered as the contract's 0.
-      return { ...c, num_buckets: c.num_buckets ?? NUM_BUCKETS_UNSET };
-    case "saml": {
-      const saml = `${ctx.baseUrl}/saml/${routeId}`;
-      return {
-        ...c,
-        entity_id: `${saml}/metadata`,
-        metadata_url: `${saml}/metadata`,
-        assertion_consumer_service_url: `${saml}/acs`,
-        single_logout_url: `${saml}/slo`,
-        request_signing_certificate_pem: samlCert,
-      };
-    }
-    default:
-      return c;
-  }
+  return ipPolicyMapping.render(c, { baseUrl: ctx.baseUrl, routeId: "", samlCertificatePem: "" });
 }
 
 /** The non-null module objects of a create or update body. */
