@@ -13,9 +13,9 @@ const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
 const { EdgeService } = require("../../dist/sdk/service/service.js");
 const {
   checkRoute,
-  routeCanonical,
+  decodeRoute,
   routeCreateRequest,
-  routeFromResponse,
+  routeOutputsOf,
 } = require("../../dist/provider/model/route.js");
 const { planRoute } = require("../../dist/provider/plan/route.js");
 
@@ -95,7 +95,7 @@ const AUTH = ["oauth", "oidc", "saml"];
 
 const bytes = (x) => Buffer.byteLength(JSON.stringify(x));
 
-/** What `pulumi up` plans from: the model's canonical inputs (both faces check with it). */
+/** What `pulumi up` plans from: the brain's value of the program's inputs (both faces check with it). */
 function check(news) {
   const { inputs, failures } = checkRoute(news);
   if (failures.length > 0) throw new Error(`invalid benchmark route: ${JSON.stringify(failures)}`);
@@ -122,7 +122,7 @@ export async function payloadSection() {
       const desired = check(args);
       const full = routeCreateRequest(desired);
       const created = await service.createRoute(edge.id, full, ctx);
-      const current = routeCanonical(routeFromResponse(created));
+      const current = decodeRoute(routeOutputsOf(created));
       const perModule = {};
       for (const [name, [, change]] of Object.entries(MODULES)) {
         if (args[name] === undefined) continue;
@@ -132,7 +132,7 @@ export async function payloadSection() {
         }
         const body = plan.steps[0].body;
         const after = await service.updateRoute(edge.id, created.id, body, ctx);
-        const back = planRoute(routeCanonical(routeFromResponse(after)), current);
+        const back = planRoute(decodeRoute(routeOutputsOf(after)), current);
         if (back.changed.join() !== name)
           throw new Error(`${auth}/${name}: the PATCH changed ${back.changed}`);
         await service.updateRoute(edge.id, created.id, back.steps[0].body, ctx); // restore

@@ -1,13 +1,20 @@
 import type { EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
 import { ID_PATTERN } from "../../sdk/contract";
-import { checkEdge, edgeCanonical, edgeCreateRequest, edgeFromResponse } from "../model/edge";
+import {
+  checkEdge,
+  decodeEdge,
+  edgeConfigOf,
+  edgeCreateRequest,
+  edgeInputsOf,
+  edgeOutputsOf,
+} from "../model/edge";
 import type { EdgeInputs, EdgeOutputs } from "../model/types";
 import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
 import { BadIdError, readOrGone } from "./errors";
 import { heldByCreate, noteCreated } from "./held";
-import type { Lifecycle } from "./types";
+import { encodeChecked, type Lifecycle } from "./types";
 
 type EdgeKind = "https" | "tls";
 
@@ -31,12 +38,12 @@ function calls(client: EdgeClient, kind: EdgeKind) {
 function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
   const label = kind === "https" ? "HTTPS edge" : "TLS edge";
   return {
-    check: (news) => checkEdge(news),
-    diff: (stored, news) => planEdge(edgeCanonical(stored), news),
+    check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
+    diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),
     async create(client, inputs, ctx) {
-      const edge = await calls(client, kind).create(inputs, ctx?.identity);
+      const edge = await calls(client, kind).create(edgeConfigOf(inputs), ctx?.identity);
       noteCreated(label, edge.id, edge, ctx);
-      return { id: edge.id, outs: edgeFromResponse(edge) };
+      return { id: edge.id, outs: edgeOutputsOf(edge) };
     },
     async read(client, id) {
       if (!ID_PATTERN.test(id))
@@ -47,8 +54,8 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
         );
       const edge = await readOrGone(() => calls(client, kind).get(id));
       if (!edge) return undefined;
-      const outs = edgeFromResponse(edge);
-      return { id, outs, inputs: edgeCanonical(outs) };
+      const { uri: _uri, createdAt: _created, ...inputs } = edgeOutputsOf(edge);
+      return { id, outs: edgeOutputsOf(edge), inputs };
     },
     update() {
       // planEdge replaces on every change: the engine never asks for an update.

@@ -1,13 +1,21 @@
 import type { EdgeClient } from "../../sdk/client";
 import { ID_PATTERN, type Route } from "../../sdk/contract";
 import { isProps } from "../model/check";
-import { checkRoute, routeCanonical, routeCreateRequest, routeFromResponse } from "../model/route";
-import type { RouteInputs, RouteOutputs } from "../model/types";
+import {
+  checkRoute,
+  decodeRoute,
+  routeConfigOf,
+  routeConfigOfResponse,
+  routeCreateRequest,
+  routeInputsOf,
+  routeOutputsOf,
+} from "../model/route";
+import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
 import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
 import { heldByCreate, noteAdopted, noteCreated } from "./held";
-import type { Lifecycle } from "./types";
+import { encodeChecked, type Lifecycle } from "./types";
 
 /**
  * A route's resource id is either the route's own id, its edge then coming from state (the
@@ -25,31 +33,32 @@ export function locateRoute(id: string, stored: unknown): { edgeId: string; rout
   return { edgeId: parts[0]!, routeId: parts[1]! };
 }
 
-async function findByMatch(client: EdgeClient, want: RouteInputs): Promise<Route | undefined> {
-  for await (const route of client.allRoutes(want.edgeId)) {
-    if (route.match_type === want.matchType && route.match === want.match) return route;
+async function findByMatch(client: EdgeClient, want: RouteConfig): Promise<Route | undefined> {
+  for await (const route of client.allRoutes(want.edge_id)) {
+    if (route.match_type === want.match_type && route.match === want.match) return route;
   }
   return undefined;
 }
 
 export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
-  check: (news, olds) => checkRoute(news, olds),
-  diff: (stored, news) => planRoute(routeCanonical(stored), news),
+  check: (news, olds) => encodeChecked(checkRoute(news, olds), news, routeInputsOf),
+  diff: (stored, news) => planRoute(decodeRoute(stored), routeConfigOf(news)),
 
   async create(client, inputs, ctx) {
+    const desired = routeConfigOf(inputs);
     let route: Route;
     try {
       // Keyed on what names the route on its edge (the path, matchType, match): a route an earlier
       // run made for this resource is found again even when the program changed its other inputs.
-      route = await client.createRoute(inputs.edgeId, routeCreateRequest(inputs), {
+      route = await client.createRoute(desired.edge_id, routeCreateRequest(desired), {
         identity: ctx?.identity,
-        keyedOn: { match_type: inputs.matchType, match: inputs.match },
+        keyedOn: { match_type: desired.match_type, match: desired.match },
       });
       noteCreated("route", route.id, route, ctx);
     } catch (e) {
       const ours = isKeyReused(e);
       if (!ours && !isConflict(e)) throw e;
-      const existing = await findByMatch(client, inputs);
+      const existing = await findByMatch(client, desired);
       if (!existing || (!ours && inputs.adopt !== true)) {
         throw new Error(
           `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"` +
@@ -62,29 +71,30 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
       if (ours) {
         noteAdopted("route", existing.id, ctx, "made for this resource by an earlier run with other inputs");
       } else noteAdopted("route", existing.id, ctx);
-      const plan = planRoute(routeCanonical(routeFromResponse(existing)), inputs);
+      const plan = planRoute(routeConfigOfResponse(existing), desired);
       route =
-        plan.steps.length > 0 ? await applyRoutePlan(client, inputs.edgeId, existing.id, plan) : existing;
+        plan.steps.length > 0
+          ? await applyRoutePlan(client, desired.edge_id, existing.id, plan, ctx?.log)
+          : existing;
     }
-    return { id: route.id, outs: routeFromResponse(route) };
+    return { id: route.id, outs: routeOutputsOf(route) };
   },
 
   async read(client, id, stored) {
     const { edgeId, routeId } = locateRoute(id, stored);
     const route = await readOrGone(() => client.getRoute(edgeId, routeId));
     if (!route) return undefined;
-    const outs = routeFromResponse(route);
-    return { id, outs, inputs: routeCanonical(outs) };
+    return { id, outs: routeOutputsOf(route), inputs: routeInputsOf(routeConfigOfResponse(route)) };
   },
 
-  async update(client, id, stored, news) {
+  async update(client, id, stored, news, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
-    const plan = planRoute(routeCanonical(stored), news);
+    const plan = planRoute(decodeRoute(stored), routeConfigOf(news));
     const route =
       plan.steps.length > 0
-        ? await applyRoutePlan(client, edgeId, routeId, plan)
+        ? await applyRoutePlan(client, edgeId, routeId, plan, ctx?.log)
         : await client.getRoute(edgeId, routeId);
-    return routeFromResponse(route);
+    return routeOutputsOf(route);
   },
 
   async delete(client, id, stored, ctx) {

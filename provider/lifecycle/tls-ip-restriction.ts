@@ -2,8 +2,10 @@ import { ID_PATTERN } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import {
   checkTlsIpRestriction,
-  tlsIpRestrictionCanonical,
-  tlsIpRestrictionFromResponse,
+  decodeTlsIpRestriction,
+  tlsIpRestrictionConfigOf,
+  tlsIpRestrictionInputsOf,
+  tlsIpRestrictionOutputsOf,
   tlsIpRestrictionRequest,
 } from "../model/tls-ip-restriction";
 import type { TlsIpRestrictionInputs, TlsIpRestrictionOutputs } from "../model/types";
@@ -11,7 +13,7 @@ import { applyTlsIpRestrictionPlan, deleteIgnoringNotFound } from "../plan/execu
 import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
 import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
 import { heldByCreate, noteAdopted, noteCreated } from "./held";
-import type { Lifecycle } from "./types";
+import { encodeChecked, type Lifecycle } from "./types";
 
 const LABEL = "IP restriction of TLS edge";
 
@@ -24,16 +26,17 @@ function edgeIdOf(id: string, stored: unknown): string {
 }
 
 export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpRestrictionOutputs> = {
-  check: (news) => checkTlsIpRestriction(news),
-  diff: (stored, news, id) => planTlsIpRestriction(tlsIpRestrictionCanonical(stored, id), news),
+  check: (news) => encodeChecked(checkTlsIpRestriction(news), news, tlsIpRestrictionInputsOf),
+  diff: (stored, news, id) =>
+    planTlsIpRestriction(decodeTlsIpRestriction(stored, id), tlsIpRestrictionConfigOf(news)),
 
   async create(client, inputs, ctx) {
-    const request = tlsIpRestrictionRequest(inputs);
+    const request = tlsIpRestrictionRequest(tlsIpRestrictionConfigOf(inputs));
     if (inputs.adopt === true) {
       // Adoption: whatever is configured is replaced by this configuration.
       noteAdopted(LABEL, inputs.edgeId, ctx);
       const module = await client.putTlsIpRestriction(inputs.edgeId, request);
-      return { id: inputs.edgeId, outs: tlsIpRestrictionFromResponse(inputs.edgeId, module) };
+      return { id: inputs.edgeId, outs: tlsIpRestrictionOutputsOf(inputs.edgeId, module) };
     }
     let module;
     try {
@@ -58,22 +61,22 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
         );
       }
     }
-    return { id: inputs.edgeId, outs: tlsIpRestrictionFromResponse(inputs.edgeId, module) };
+    return { id: inputs.edgeId, outs: tlsIpRestrictionOutputsOf(inputs.edgeId, module) };
   },
 
   async read(client, id, stored) {
     const edgeId = edgeIdOf(id, stored);
     const module = await readOrGone(() => client.getTlsIpRestriction(edgeId));
     if (!module) return undefined;
-    const outs = tlsIpRestrictionFromResponse(edgeId, module);
-    return { id, outs, inputs: tlsIpRestrictionCanonical(outs) };
+    const outs = tlsIpRestrictionOutputsOf(edgeId, module);
+    return { id, outs, inputs: outs };
   },
 
-  async update(client, id, stored, news) {
-    const plan = planTlsIpRestriction(tlsIpRestrictionCanonical(stored, id), news);
-    return tlsIpRestrictionFromResponse(
+  async update(client, id, stored, news, ctx) {
+    const plan = planTlsIpRestriction(decodeTlsIpRestriction(stored, id), tlsIpRestrictionConfigOf(news));
+    return tlsIpRestrictionOutputsOf(
       news.edgeId,
-      await applyTlsIpRestrictionPlan(client, news.edgeId, plan),
+      await applyTlsIpRestrictionPlan(client, news.edgeId, plan, ctx?.log),
     );
   },
 

@@ -37,6 +37,19 @@ export interface Read<I, O> {
   inputs: I;
 }
 
+/**
+ * A check's answer for the engine: the brain's value encoded as Pulumi inputs; when it failed,
+ * the inputs as given (the engine only shows the failures, and encoding garbage could throw).
+ */
+export function encodeChecked<C, I>(
+  checked: Checked<C>,
+  news: unknown,
+  encode: (config: C) => I,
+): Checked<I> {
+  if (checked.failures.length > 0) return { inputs: news as I, failures: checked.failures };
+  return { inputs: encode(checked.inputs), failures: [] };
+}
+
 export interface Lifecycle<I, O> {
   /** Program inputs → canonical inputs, or failures by property path. No I/O. */
   check(news: unknown, olds?: unknown): Checked<I>;

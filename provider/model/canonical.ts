@@ -14,7 +14,26 @@ export function stableJson(value: unknown): string {
   );
 }
 
-export const deepEqual = (a: unknown, b: unknown): boolean => stableJson(a ?? null) === stableJson(b ?? null);
+/**
+ * Two JSON values mean the same: objects compared key by key whatever their order (an absent key
+ * and an undefined one alike), arrays element by element. No JSON text is built.
+ */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  a ??= null;
+  b ??= null;
+  if (a === b) return true;
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return (
+      Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => deepEqual(v, b[i]))
+    );
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const keys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
+  const kx = keys(x);
+  return kx.length === keys(y).length && kx.every((k) => deepEqual(x[k], y[k]));
+}
 
 /** The object schema inside defaults, nullables, optionals and refinements, if any. */
 function objectSchema(schema: z.ZodType): z.ZodObject | undefined {

@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { ID_PATTERN, issuesToProblems } from "../../sdk/contract";
-import { camelPath, fromWire, nonCamelKeys, toCamel, toWire } from "./case";
+import { camelPath, nonCamelKeys, toCamel, toWire } from "./case";
 import { containsUnknown, pathHitsUnknown, UNKNOWN } from "./unknown";
 
 export interface CheckFailure {
@@ -22,6 +22,12 @@ export interface Checked<I> {
   failures: CheckFailure[];
 }
 
+/** Brain values carry the edge (a path parameter on the wire) and `adopt` beside the wire fields. */
+export interface LocalValues {
+  edge_id?: string;
+  adopt?: boolean;
+}
+
 /** Inputs that are not wire fields: `edgeId` (in the path) and `adopt`. */
 export interface LocalInputs {
   edgeId?: boolean;
@@ -31,6 +37,11 @@ export interface LocalInputs {
 export type Props = Record<string, unknown>;
 export const isProps = (v: unknown): v is Props => v !== null && typeof v === "object" && !Array.isArray(v);
 
+/**
+ * Program inputs (camelCase) → the brain's value (the wire's canonical shape, defaults filled,
+ * `edge_id` and `adopt` beside it), or failures named by Pulumi property path: one conversion to
+ * the wire, one pass of the contract's schema.
+ */
 export function checkAgainst<I>(schema: z.ZodType, news: unknown, local: LocalInputs): Checked<I> {
   if (!isProps(news)) {
     return {
@@ -94,19 +105,19 @@ function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Che
   }
 
   const known = !containsUnknown(rest);
-  const canonical = result.success && known ? fromWire<Props>(result.data) : rest;
-  const inputs: Props = { ...canonical };
-  if (local.edgeId) inputs.edgeId = edgeId;
-  if (adopt !== undefined) inputs.adopt = adopt;
-  return { inputs: inputs as I, failures };
+  const value: Props = { ...(result.success && known ? (result.data as Props) : wire) };
+  if (local.edgeId) value.edge_id = edgeId;
+  if (adopt !== undefined) value.adopt = adopt;
+  return { inputs: value as I, failures };
 }
 
 /**
- * The canonical form of inputs read back from state or from the service (already valid once):
- * parsed through the same schema, so defaults written by any version are filled the same way.
+ * Stored state (camelCase, written by any version) → the brain's value: one conversion to the
+ * wire, one pass of the same schema, so defaults written by any version are filled the same way.
  * A value today's schema refuses is kept as it is (the diff then shows it as a change).
  */
-export function canonicalAgainst<I>(schema: z.ZodType, value: Props, local: Props): I {
-  const result = schema.safeParse(toWire(value));
-  return { ...(result.success ? fromWire<Props>(result.data) : value), ...local } as I;
+export function canonicalAgainst<I>(schema: z.ZodType, value: Props, local: LocalValues): I {
+  const wire = toWire<Props>(value);
+  const result = schema.safeParse(wire);
+  return { ...(result.success ? (result.data as Props) : wire), ...local } as I;
 }

@@ -3,70 +3,50 @@
  * pure functions `check` (program inputs → canonical inputs), `canonical` (stored state →
  * canonical inputs) and `fromResponse` (API response → outputs). No I/O, no Pulumi.
  */
-import type { HttpsEdge, Route, TlsEdge, TlsIpRestriction } from "../../sdk/contract";
 import type { Checked } from "./check";
-import { checkEdge, edgeCanonical, edgeFromResponse } from "./edge";
-import { checkRoute, routeCanonical, routeFromResponse } from "./route";
-import {
-  checkTlsIpRestriction,
-  tlsIpRestrictionCanonical,
-  tlsIpRestrictionFromResponse,
-} from "./tls-ip-restriction";
+import { checkEdge } from "./edge";
+import { checkRoute } from "./route";
+import { checkTlsIpRestriction } from "./tls-ip-restriction";
 import type {
+  EdgeConfig,
   EdgeInputs,
   EdgeOutputs,
+  RouteConfig,
   RouteInputs,
   RouteOutputs,
+  TlsIpRestrictionConfig,
   TlsIpRestrictionInputs,
   TlsIpRestrictionOutputs,
 } from "./types";
 
+/** Per resource type: Pulumi's inputs and outputs (camelCase), and the brain's value (the wire's). */
 export interface ResourceTypes {
-  httpsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; response: HttpsEdge };
-  tlsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; response: TlsEdge };
-  httpsEdgeRoute: { inputs: RouteInputs; outputs: RouteOutputs; response: Route };
+  httpsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; config: EdgeConfig };
+  tlsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; config: EdgeConfig };
+  httpsEdgeRoute: { inputs: RouteInputs; outputs: RouteOutputs; config: RouteConfig };
   tlsEdgeIpRestriction: {
     inputs: TlsIpRestrictionInputs;
     outputs: TlsIpRestrictionOutputs;
-    response: { edgeId: string; module: TlsIpRestriction };
+    config: TlsIpRestrictionConfig;
   };
 }
 export type ResourceKind = keyof ResourceTypes;
 export type Inputs<R extends ResourceKind> = ResourceTypes[R]["inputs"];
 export type Outputs<R extends ResourceKind> = ResourceTypes[R]["outputs"];
-export type ApiResponse<R extends ResourceKind> = ResourceTypes[R]["response"];
+export type Config<R extends ResourceKind> = ResourceTypes[R]["config"];
 
-interface Model<R extends ResourceKind> {
-  check(news: unknown, olds?: unknown): Checked<Inputs<R>>;
-  canonical(stored: unknown, id?: string): Inputs<R>;
-  fromResponse(response: ApiResponse<R>): Outputs<R>;
-}
-
-const edgeModel = { check: checkEdge, canonical: edgeCanonical, fromResponse: edgeFromResponse };
-const MODELS: { [R in ResourceKind]: Model<R> } = {
-  httpsEdge: edgeModel,
-  tlsEdge: edgeModel,
-  httpsEdgeRoute: { check: checkRoute, canonical: routeCanonical, fromResponse: routeFromResponse },
-  tlsEdgeIpRestriction: {
-    check: checkTlsIpRestriction,
-    canonical: tlsIpRestrictionCanonical,
-    fromResponse: (r) => tlsIpRestrictionFromResponse(r.edgeId, r.module),
-  },
+const CHECKS: { [R in ResourceKind]: (news: unknown, olds?: unknown) => Checked<Config<R>> } = {
+  httpsEdge: checkEdge,
+  tlsEdge: checkEdge,
+  httpsEdgeRoute: checkRoute,
+  tlsEdgeIpRestriction: checkTlsIpRestriction,
 };
 
-export const RESOURCE_KINDS = Object.keys(MODELS) as ResourceKind[];
+export const RESOURCE_KINDS = Object.keys(CHECKS) as ResourceKind[];
 
-/** Program inputs → canonical inputs, or failures named by Pulumi property path. Never throws. */
-export const check = <R extends ResourceKind>(kind: R, news: unknown, olds?: unknown): Checked<Inputs<R>> =>
-  MODELS[kind].check(news, olds);
-
-/** Stored state (outputs, or inputs of any earlier version) → the canonical inputs it stands for. */
-export const canonical = <R extends ResourceKind>(kind: R, stored: unknown, id?: string): Inputs<R> =>
-  MODELS[kind].canonical(stored, id);
-
-/** An API response → the resource's outputs. */
-export const fromResponse = <R extends ResourceKind>(kind: R, response: ApiResponse<R>): Outputs<R> =>
-  MODELS[kind].fromResponse(response);
+/** Program inputs → the brain's value, or failures named by Pulumi property path. Never throws. */
+export const check = <R extends ResourceKind>(kind: R, news: unknown, olds?: unknown): Checked<Config<R>> =>
+  CHECKS[kind](news, olds);
 
 export type { CheckFailure, Checked } from "./check";
 export * from "./types";

@@ -6,7 +6,7 @@
 import {
   type ModuleRequest,
   type ModuleRequestInput,
-  type ModuleResponse,
+  moduleRequestOf,
   NUM_BUCKETS_UNSET,
   ROUTE_MODULE_NAMES,
   ROUTE_MODULES,
@@ -20,7 +20,7 @@ import { deepEqual, minimize } from "./canonical";
 import { fromWire, toCamel, toWire } from "./case";
 import { canonicalAgainst, type Checked, checkAgainst, isProps, type Props } from "./check";
 import { comparableIpRestriction } from "./ip-policies";
-import type { ModuleInputs, ModuleProperty, RouteInputs, RouteOutputs } from "./types";
+import type { ModuleProperty, RouteConfig, RouteInputs, RouteOutputs } from "./types";
 import { containsUnknown } from "./unknown";
 
 /** Pulumi property name of each route module (`ip_restriction` → `ipRestriction`). */
@@ -43,16 +43,16 @@ export const ROUTE_OUTPUT_ONLY = ["uri", "createdAt", "routeId"] as const;
 export const SAML_OUTPUT_ONLY = Object.keys(samlComputedSchema.shape).map(toCamel);
 
 /** The route fields besides modules that a PATCH may carry. */
-export const ROUTE_FIELDS = ["matchType", "match", "description", "metadata"] as const;
+export const ROUTE_FIELDS = ["match_type", "match", "description", "metadata"] as const;
 
-// ---------------------------------------------------------------- check
+// ---------------------------------------------------------------- decode: program and state → the brain
 
 /**
  * Validates a program's inputs (the contract's create schema, which also states the
- * one-auth-module rule) and returns them canonical. `olds` are the previous inputs, if any.
+ * one-auth-module rule) and returns the brain's value. `olds` are the previous inputs, if any.
  */
-export function checkRoute(news: unknown, olds?: unknown): Checked<RouteInputs> {
-  return checkAgainst<RouteInputs>(routeCreateSchema, withoutLegacyUnsetBuckets(news, keptFromOlds(olds)), {
+export function checkRoute(news: unknown, olds?: unknown): Checked<RouteConfig> {
+  return checkAgainst<RouteConfig>(routeCreateSchema, withoutLegacyUnsetBuckets(news, keptFromOlds(olds)), {
     edgeId: true,
     adopt: true,
   });
@@ -73,65 +73,11 @@ function withoutLegacyUnsetBuckets(value: unknown, when = true): unknown {
 
 const keptFromOlds = (olds: unknown): boolean => withoutLegacyUnsetBuckets(olds) !== olds; // the old inputs hold the 0.1 unset value
 
-// ---------------------------------------------------------------- responses and state
-
-/** A module's response shape → its request shape: the inverse of edge-api.md's "Mapping of request to response". */
-export function moduleRequestOf<M extends RouteModuleName>(
-  name: M,
-  response: ModuleResponse<M>,
-): ModuleRequest<M> {
-  const r = response as ModuleResponse<RouteModuleName>;
-  if (name === "backend") {
-    const v = r as ModuleResponse<"backend">;
-    return { enabled: v.enabled, backend_id: v.backend.id } as ModuleRequest<M>;
-  }
-  if (name === "ip_restriction") {
-    const v = r as ModuleResponse<"ip_restriction">;
-    return { enabled: v.enabled, ip_policy_ids: v.ip_policies.map((p) => p.id) } as ModuleRequest<M>;
-  }
-  if (name === "circuit_breaker") {
-    // Responses are total; "unset" is absent on this side.
-    const { num_buckets, ...rest } = r as ModuleResponse<"circuit_breaker">;
-    return (num_buckets === NUM_BUCKETS_UNSET ? rest : { ...rest, num_buckets }) as ModuleRequest<M>;
-  }
-  if (name === "saml") {
-    const v = r as ModuleResponse<"saml">;
-    return Object.fromEntries(
-      Object.entries(v).filter(([k]) => !(k in samlComputedSchema.shape)),
-    ) as ModuleRequest<M>;
-  }
-  return r as ModuleRequest<M>;
-}
-
-/** Outputs of an HttpsEdgeRoute from the route resource. Unconfigured modules are absent. */
-export function routeFromResponse(route: Route): RouteOutputs {
-  const out: Props = {
-    edgeId: route.edge_id,
-    routeId: route.id,
-    matchType: route.match_type,
-    match: route.match,
-    description: route.description,
-    metadata: route.metadata,
-    uri: route.uri,
-    createdAt: route.created_at,
-  };
-  for (const name of ROUTE_MODULE_NAMES) {
-    const value = route[name];
-    // Unconfigured modules are left out, not null: a null of a secret module would be
-    // encrypted into every route's state (see BENCHMARKS.md), and absent reads the same as unset.
-    if (value === null) continue;
-    const request = moduleRequestOf(name, value);
-    // SAML's outputs carry what the service computes, besides the request shape.
-    out[MODULE_PROPERTY[name]] = fromWire(name === "saml" ? value : request, [name]);
-  }
-  return out as RouteOutputs;
-}
-
 /**
- * The canonical inputs that stored state (outputs, or inputs of any earlier version) stands for:
- * the "current" side of every diff, and what `read` reports as inputs.
+ * The brain's value that stored state (outputs, or inputs of any earlier version) stands for: the
+ * "current" side of every diff. One conversion, one pass of the contract's schema.
  */
-export function routeCanonical(stored: unknown): RouteInputs {
+export function decodeRoute(stored: unknown): RouteConfig {
   const { edgeId, ...rest } = (withoutLegacyUnsetBuckets(stored) as Props | undefined) ?? {};
   const value: Props = {};
   for (const [key, v] of Object.entries(rest)) {
@@ -142,8 +88,64 @@ export function routeCanonical(stored: unknown): RouteInputs {
       value[key] = Object.fromEntries(Object.entries(v).filter(([k]) => !SAML_OUTPUT_ONLY.includes(k)));
     } else value[key] = v;
   }
-  return canonicalAgainst<RouteInputs>(routeCreateSchema, value, { edgeId });
+  return canonicalAgainst<RouteConfig>(routeCreateSchema, value, {
+    edge_id: typeof edgeId === "string" ? edgeId : undefined,
+  });
 }
+
+/** Canonical inputs (a check's, already valid) → the brain's value: one conversion, no validation. */
+export const routeConfigOf = (inputs: RouteInputs): RouteConfig => toWire<RouteConfig>(inputs);
+
+/** The configuration a route resource has (each module's request shape): what `read` reports as inputs. */
+export function routeConfigOfResponse(route: Route): RouteConfig {
+  const config: RouteConfig = {
+    edge_id: route.edge_id,
+    match_type: route.match_type,
+    match: route.match,
+    description: route.description,
+    metadata: route.metadata,
+  };
+  for (const name of ROUTE_MODULE_NAMES) {
+    const value = route[name];
+    if (value !== null) setModule(config, name, moduleRequestOf(name, value));
+  }
+  return config;
+}
+
+const setModule = <M extends RouteModuleName>(config: RouteConfig, name: M, value: ModuleRequest<M>) => {
+  (config as Partial<Record<RouteModuleName, unknown>>)[name] = value;
+};
+
+// ---------------------------------------------------------------- encode: the brain → Pulumi
+
+/** The brain's value → Pulumi inputs (camelCase): one conversion. */
+export const routeInputsOf = (config: RouteConfig): RouteInputs => fromWire<RouteInputs>(config);
+
+/**
+ * Outputs of an HttpsEdgeRoute from the route resource: one conversion of the whole. Unconfigured
+ * modules are absent (a null of a secret module would be encrypted into every route's state;
+ * absent reads the same as unset); SAML's carry what the service computes, besides the request
+ * shape.
+ */
+export function routeOutputsOf(route: Route): RouteOutputs {
+  const wire: Props = {
+    edge_id: route.edge_id,
+    route_id: route.id,
+    match_type: route.match_type,
+    match: route.match,
+    description: route.description,
+    metadata: route.metadata,
+    uri: route.uri,
+    created_at: route.created_at,
+  };
+  for (const name of ROUTE_MODULE_NAMES) {
+    const value = route[name];
+    if (value !== null) wire[name] = name === "saml" ? value : moduleRequestOf(name, value);
+  }
+  return fromWire<RouteOutputs>(wire);
+}
+
+// ---------------------------------------------------------------- compare and build requests
 
 /** Two values of one module mean the same configuration (an unknown desired value never does). */
 export function sameModule(name: RouteModuleName, current: unknown, desired: unknown): boolean {
@@ -152,24 +154,22 @@ export function sameModule(name: RouteModuleName, current: unknown, desired: unk
   return deepEqual(comparable(current ?? null), comparable(desired ?? null));
 }
 
-// ---------------------------------------------------------------- requests
-
 /** A module's canonical value → the smallest request body with the same meaning. */
 export function moduleRequest<M extends RouteModuleName>(
   name: M,
-  value: ModuleInputs<M>,
+  value: ModuleRequest<M>,
 ): ModuleRequestInput<M> {
-  return minimize(ROUTE_MODULES[name].request, toWire(value, [name])) as ModuleRequestInput<M>;
+  return minimize(ROUTE_MODULES[name].request, value) as ModuleRequestInput<M>;
 }
 
 /** The body of a create: every configured module, each minimal. */
-export function routeCreateRequest(desired: RouteInputs): RouteCreate {
-  const body: Props = { match_type: desired.matchType, match: desired.match };
+export function routeCreateRequest(desired: RouteConfig): RouteCreate {
+  const body: Props = { match_type: desired.match_type, match: desired.match };
   if (desired.description) body.description = desired.description;
   if (desired.metadata) body.metadata = desired.metadata;
   for (const name of ROUTE_MODULE_NAMES) {
-    const value = desired[MODULE_PROPERTY[name]];
-    if (value != null) body[name] = moduleRequest(name, value as ModuleInputs<typeof name>);
+    const value = desired[name];
+    if (value != null) body[name] = moduleRequest(name, value);
   }
   return body as RouteCreate;
 }

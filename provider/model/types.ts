@@ -71,6 +71,23 @@ export type RouteInputs = {
   RouteModulesInputs &
   AdoptInput;
 
+/**
+ * The brain's value of a route: its configuration as the wire says it (the create body's
+ * canonical form, every default filled, unconfigured modules absent or null), the edge it is on,
+ * and `adopt`. Programs and state are decoded into it once at a call's entry, and encoded once
+ * on exit (./route).
+ */
+export type RouteConfig = RouteCreateCanonical & { edge_id: string; adopt?: boolean };
+
+/** The brain's value of a TLS edge's IP restriction module. */
+export type TlsIpRestrictionConfig = z.output<typeof tlsIpRestrictionMutateSchema> & {
+  edge_id: string;
+  adopt?: boolean;
+};
+
+/** The brain's value of an edge: its create body, canonical. */
+export type EdgeConfig = z.output<typeof edgeCreateSchema>;
+
 /** Read-only fields of a SAML module, computed by the service. */
 export type SamlComputed = Camelize<z.output<typeof samlComputedSchema>>;
 

@@ -11,43 +11,52 @@ import {
 } from "../../sdk/contract";
 import { deepEqual } from "../model/canonical";
 import { MODULE_PROPERTY, moduleRequest, ROUTE_FIELDS, sameModule } from "../model/route";
-import type { ModuleInputs, RouteInputs } from "../model/types";
+import type { RouteConfig } from "../model/types";
 import { containsUnknown } from "../model/unknown";
-import { toSnake } from "../model/case";
+import { toCamel } from "../model/case";
+import { propertyChanges } from "./detail";
 import type { RoutePlan, RouteStep } from "./types";
 
 type Patch = Partial<Record<keyof RouteUpdate, unknown>>;
 
-export function planRoute(current: RouteInputs, desired: RouteInputs): RoutePlan {
-  const changed: string[] = [];
-  const replaces: string[] = [];
-  if (current.edgeId !== desired.edgeId || containsUnknown(desired.edgeId)) {
-    replaces.push("edgeId");
-    changed.push("edgeId");
+/**
+ * The plan from the current route to the desired one, both the brain's values (the wire's canonical
+ * shapes). What changed and what forces a replace are named by Pulumi property, for the engine.
+ */
+export function planRoute(current: RouteConfig, desired: RouteConfig): RoutePlan {
+  const differ: string[] = []; // wire names
+  const replacing = new Set<string>();
+  if (current.edge_id !== desired.edge_id || containsUnknown(desired.edge_id)) {
+    replacing.add("edge_id");
+    differ.push("edge_id");
   }
 
   const patch: Patch = {};
   for (const field of ROUTE_FIELDS) {
     if (!deepEqual(current[field], desired[field]) || containsUnknown(desired[field])) {
-      changed.push(field);
-      patch[toSnake(field) as keyof RouteUpdate] = desired[field];
+      differ.push(field);
+      patch[field] = desired[field];
     }
   }
   const removed: RouteModuleName[] = [];
   for (const name of ROUTE_MODULE_NAMES) {
-    const prop = MODULE_PROPERTY[name];
-    const cur = current[prop] ?? null;
-    const want = desired[prop] ?? null;
+    const cur = current[name] ?? null;
+    const want = desired[name] ?? null;
     if (want !== null && !sameModule(name, cur, want)) {
-      changed.push(prop);
-      patch[name] = moduleRequest(name, want as ModuleInputs<typeof name>);
+      differ.push(name);
+      patch[name] = moduleRequest(name, want);
     } else if (want === null && cur !== null) {
-      changed.push(prop);
+      differ.push(name);
       removed.push(name);
     }
   }
-  if (replaces.length > 0) return { replaces, changed, steps: [] };
-  return { replaces, changed, steps: orderSteps(current, desired, patch, removed) };
+  const changed = differ.map((f) =>
+    f in MODULE_PROPERTY ? MODULE_PROPERTY[f as RouteModuleName] : toCamel(f),
+  );
+  const changes = propertyChanges(current, desired, differ, replacing);
+  const replaces = replacing.size > 0 ? ["edgeId"] : [];
+  if (replaces.length > 0) return { replaces, changed, changes, steps: [] };
+  return { replaces, changed, changes, steps: orderSteps(current, desired, patch, removed) };
 }
 
 const removedStep = (m: RouteModuleName): RouteStep => ({
@@ -70,8 +79,8 @@ const removedStep = (m: RouteModuleName): RouteStep => ({
  * If any call fails, the route is left with its backend disabled: closed, never open.
  */
 function orderSteps(
-  current: RouteInputs,
-  desired: RouteInputs,
+  current: RouteConfig,
+  desired: RouteConfig,
   patch: Patch,
   removed: RouteModuleName[],
 ): RouteStep[] {
@@ -89,8 +98,8 @@ function orderSteps(
 
   const from = authRemoved.join(", ");
   const to = authAdded.join(", ");
-  const backendNow = current.backend;
-  const backendWanted = desired.backend;
+  const backendNow = current.backend ?? undefined;
+  const backendWanted = desired.backend ?? undefined;
   const closed = backendNow !== undefined && backendNow.enabled !== false;
   if (closed) {
     steps.push({

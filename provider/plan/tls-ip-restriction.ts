@@ -1,23 +1,29 @@
 import { sameTlsIpRestriction, tlsIpRestrictionRequest } from "../model/tls-ip-restriction";
-import type { TlsIpRestrictionInputs } from "../model/types";
+import { toCamel } from "../model/case";
+import type { TlsIpRestrictionConfig } from "../model/types";
 import { containsUnknown } from "../model/unknown";
+import { propertyChanges } from "./detail";
 import type { TlsIpRestrictionPlan } from "./types";
 
 /** Another edge is another module (replace); otherwise one PUT replaces the module whole. */
 export function planTlsIpRestriction(
-  current: TlsIpRestrictionInputs,
-  desired: TlsIpRestrictionInputs,
+  current: TlsIpRestrictionConfig,
+  desired: TlsIpRestrictionConfig,
 ): TlsIpRestrictionPlan {
-  if (current.edgeId !== desired.edgeId || containsUnknown(desired.edgeId)) {
-    return { replaces: ["edgeId"], changed: ["edgeId"], steps: [] };
+  if (current.edge_id !== desired.edge_id || containsUnknown(desired.edge_id)) {
+    const changes = propertyChanges(current, desired, ["edge_id"], new Set(["edge_id"]));
+    return { replaces: ["edgeId"], changed: ["edgeId"], changes, steps: [] };
   }
-  const changed: string[] = (["enabled", "ipPolicyIds"] as const).filter(
+  const differ = (["enabled", "ip_policy_ids"] as const).filter(
     (f) => !sameTlsIpRestriction(current, { ...current, [f]: desired[f] }),
   );
-  if (changed.length === 0) return { replaces: [], changed, steps: [] };
+  const changed = differ.map(toCamel);
+  const changes = propertyChanges(current, desired, differ);
+  if (changed.length === 0) return { replaces: [], changed, changes, steps: [] };
   return {
     replaces: [],
     changed,
+    changes,
     steps: [
       {
         op: "put",

@@ -4,6 +4,7 @@
  * one executor (./execute).
  */
 import type { RouteModuleName, RouteUpdate, TlsIpRestrictionMutate } from "../../sdk/contract";
+import type { PropertyChange } from "./detail";
 
 interface StepBase {
   /** Why the step is there, for people. */
@@ -30,6 +31,8 @@ export interface Plan<S extends PlanStep = PlanStep> {
   replaces: string[];
   /** Properties that differ. Empty means no change at all. */
   changed: string[];
+  /** The same, leaf by leaf, as Pulumi property paths: what a preview shows. */
+  changes: PropertyChange[];
   /** API calls, in order. Empty when nothing changed, and for a replace (create does it all). */
   steps: S[];
 }

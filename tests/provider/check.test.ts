@@ -1,20 +1,22 @@
 /**
- * The model's `check` (`checkRoute`, `checkEdge`, over `checkAgainst`): canonical inputs with
- * defaults filled, failures named by Pulumi (camelCase) property paths, unknown values not
- * judged, never a throw.
+ * Check as the faces run it (the model's `checkRoute`, `checkEdge`, over `checkAgainst`, then
+ * encoded for Pulumi): canonical inputs with defaults filled, failures named by Pulumi (camelCase)
+ * property paths, unknown values not judged, never a throw.
  */
 import { DEFAULT_COOKIE_PREFIX, DEFAULT_NAMEID_FORMAT, routeCreateSchema } from "../../sdk/contract";
 import { type CheckFailure, checkAgainst } from "../../provider/model/check";
 import { dynamicProvider } from "../../provider/dynamic";
 import { checkEdge } from "../../provider/model/edge";
-import { checkRoute as checkRouteInputs } from "../../provider/model/route";
+import { routeLifecycle } from "../../provider/lifecycle/route";
+import { checkRoute as checkRouteConfig } from "../../provider/model/route";
 import { UNKNOWN } from "../../provider/model/unknown";
 import { EDGE_ID, IDP_METADATA, type Inputs, MODULE_MINIMAL } from "./support";
 
 const base = { edgeId: EDGE_ID, matchType: "path_prefix", match: "/app" };
 
-function checkRoute(props: Inputs, news: Inputs = { ...base, ...props }) {
-  return checkRouteInputs(news);
+/** What the faces' check answers the engine: the brain's value encoded as Pulumi inputs. */
+function checkRoute(props: Inputs, news: Inputs = { ...base, ...props }, olds?: Inputs) {
+  return routeLifecycle.check(news, olds);
 }
 const properties = (failures: CheckFailure[]) => failures.map((f) => f.property);
 
@@ -375,7 +377,7 @@ describe("never throws on garbage", () => {
     ["an array", [1, { matchType: "exact_path" }]],
     ["true", true],
   ])("news is %s → failures, no throw", (_name, news) => {
-    expect(checkRouteInputs(news)).toEqual({
+    expect(checkRouteConfig(news)).toEqual({
       inputs: {},
       failures: [{ property: "(inputs)", reason: "must be an object of properties" }],
     });

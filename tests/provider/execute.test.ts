@@ -2,74 +2,53 @@
  * The one executor of plans: a multi-step plan that stops half-way says which step failed,
  * what the object was left as, and what to do next; a one-call plan fails with the API's own error.
  */
-import { EdgeApiError, type EdgeClient } from "../../sdk/client";
-import type { RouteModuleName } from "../../sdk/contract";
+import { EdgeApiError } from "../../sdk/client";
+import type { Route } from "../../sdk/contract";
 import { applyRoutePlan, PlanStepError } from "../../provider/plan/execute";
 import { planRoute } from "../../provider/plan/route";
-import {
-  createdFrom,
-  desired,
-  MODULE_MINIMAL,
-  respond,
-  ROUTE_ID,
-  EDGE_ID,
-  storeCreate,
-  applyStep,
-  type WireRoute,
-} from "./support";
-import { routeCreateRequest } from "../../provider/model/route";
-import type { RouteStep } from "../../provider/plan/types";
-
-const fault = (operation: string) =>
-  new EdgeApiError({ status: 500, errorCode: "ERR_EDGE_500", msg: "disk full", operation });
-
-/** A client over the pure model of the service (tests/provider/support), failing the n-th call. */
-function fakeClient(start: WireRoute, failAt: number) {
-  let route = start;
-  let calls = 0;
-  const call = <T>(operation: string, step: RouteStep, answer: () => T): Promise<T> => {
-    if (++calls === failAt) return Promise.reject(fault(operation));
-    route = applyStep(route, step);
-    return Promise.resolve(answer());
-  };
-  const client = {
-    updateRoute: (_e: string, _id: string, body: Extract<RouteStep, { op: "patch" }>["body"]) =>
-      call("PATCH route", { op: "patch", body, why: "" }, () => respond(route)),
-    deleteRouteModule: (_e: string, _id: string, module: RouteModuleName) =>
-      call(`DELETE ${module}`, { op: "deleteModule", module, why: "" }, () => undefined),
-    getRoute: () => Promise.resolve(respond(route)),
-  };
-  return { client: client as unknown as EdgeClient, state: () => route };
-}
+import { currentOf, desired, MODULE_MINIMAL, service, stored } from "./support";
 
 const backend = { backendId: "bkd_1" };
 const fromOauth = desired({ backend, oauth: MODULE_MINIMAL.oauth, compression: {} });
 const toOidc = desired({ backend, oidc: MODULE_MINIMAL.oidc });
-const switchPlan = () => planRoute(createdFrom(fromOauth), toOidc);
 
-async function failure(failAt: number): Promise<{ error: unknown; left: WireRoute }> {
-  const fake = fakeClient(storeCreate(routeCreateRequest(fromOauth)), failAt);
+/** A route made from `fromOauth` on the service, and the switch plan to `toOidc` from it. */
+async function switching(): Promise<{ route: Route; plan: ReturnType<typeof planRoute> }> {
+  const route = await stored(fromOauth);
+  return { route, plan: planRoute(currentOf(route), toOidc) };
+}
+
+/** Runs the switch with the service failing its `failAt`-th call (a 500 before it acts). */
+async function failure(failAt: number): Promise<{ error: unknown; left: Route; route: Route }> {
+  const { route, plan } = await switching();
+  service.failing(failAt);
   try {
-    await applyRoutePlan(fake.client, EDGE_ID, ROUTE_ID, switchPlan());
+    await applyRoutePlan(service.client, route.edge_id, route.id, plan);
   } catch (error) {
-    return { error, left: fake.state() };
+    service.failing(0);
+    return { error, left: await service.client.getRoute(route.edge_id, route.id), route };
   }
   throw new Error("the plan did not fail");
 }
 
-test("the switch oauth → oidc is four calls", () => {
-  expect(switchPlan().steps.map((s) => s.op)).toEqual(["patch", "deleteModule", "patch", "deleteModule"]);
+test("the switch oauth → oidc is four calls", async () => {
+  expect((await switching()).plan.steps.map((s) => s.op)).toEqual([
+    "patch",
+    "deleteModule",
+    "patch",
+    "deleteModule",
+  ]);
 });
 
 test("step 1 fails: nothing changed, fix and run again", async () => {
-  const { error, left } = await failure(1);
+  const { error, left, route } = await failure(1);
   expect(error).toBeInstanceOf(PlanStepError);
   expect((error as Error).message).toBe(
-    `route ${ROUTE_ID}: step 1 of 4 failed (PATCH backend: fail closed: disable the backend while authentication switches from oauth to oidc): ` +
-      "PATCH route failed with 500 ERR_EDGE_500: disk full. The route is left as it was: nothing was changed. " +
+    `route ${route.id}: step 1 of 4 failed (PATCH backend: fail closed: disable the backend while authentication switches from oauth to oidc): ` +
+      `PATCH /edges/https/${route.edge_id}/routes/${route.id} failed with 500 ERR_EDGE_500: disk full [operation op]. The route is left as it was: nothing was changed. ` +
       "Next: fix the cause, then run `pulumi up` again.",
   );
-  expect((left.backend as { enabled: boolean }).enabled).toBe(true);
+  expect(left.backend?.enabled).toBe(true);
 });
 
 test("step 2 fails: the backend left disabled on purpose, and the message says so", async () => {
@@ -79,7 +58,7 @@ test("step 2 fails: the backend left disabled on purpose, and the message says s
     "The route is left with its backend disabled on purpose (fail closed) and oauth still configured. " +
       "Next: the backend was left disabled on purpose; run `pulumi up` again to finish the switch.",
   );
-  expect((left.backend as { enabled: boolean }).enabled).toBe(false);
+  expect(left.backend?.enabled).toBe(false);
   expect(left.oauth).not.toBeNull();
 });
 
@@ -88,11 +67,7 @@ test("step 3 fails: closed, with no authentication module yet", async () => {
   expect((error as Error).message).toContain(
     "The route is left with its backend disabled on purpose (fail closed) and no authentication module.",
   );
-  expect([(left.backend as { enabled: boolean }).enabled, left.oauth, left.oidc]).toEqual([
-    false,
-    null,
-    null,
-  ]);
+  expect([left.backend?.enabled, left.oauth, left.oidc]).toEqual([false, null, null]);
 });
 
 test("step 4 fails: partly updated (the switch itself is done), run again to finish", async () => {
@@ -100,13 +75,16 @@ test("step 4 fails: partly updated (the switch itself is done), run again to fin
   expect((error as Error).message).toMatch(
     /step 4 of 4 failed \(DELETE module compression: compression was removed from the program\).*The route is left partly updated: steps 1-3 of 4 applied\. Next: fix the cause, then run `pulumi up` again to finish: it plans from the object as it is now\./,
   );
-  expect((left.backend as { enabled: boolean }).enabled).toBe(true);
+  expect(left.backend?.enabled).toBe(true);
   expect(left.oidc).not.toBeNull();
 });
 
 test("a plan of one call fails with the API's own error", async () => {
-  const fake = fakeClient(storeCreate(routeCreateRequest(fromOauth)), 1);
-  const plan = planRoute(createdFrom(fromOauth), { ...fromOauth, description: "new" });
+  const route = await stored(fromOauth);
+  const plan = planRoute(currentOf(route), { ...fromOauth, description: "new" });
   expect(plan.steps).toHaveLength(1);
-  await expect(applyRoutePlan(fake.client, EDGE_ID, ROUTE_ID, plan)).rejects.toBeInstanceOf(EdgeApiError);
+  service.failing(1);
+  await expect(applyRoutePlan(service.client, route.edge_id, route.id, plan)).rejects.toBeInstanceOf(
+    EdgeApiError,
+  );
 });

@@ -9,31 +9,31 @@ import {
   circuitBreakerResponseSchema,
   OAUTH_PROVIDER_KEYS,
   samlComputedSchema,
+  moduleRequestOf,
+  type Route,
 } from "../../sdk/contract";
-import { deepEqual, minimize, stableJson } from "../../provider/model/canonical";
+import { deepEqual, minimize } from "../../provider/model/canonical";
 import { camelPath, fromWire, nonCamelKeys, toCamel, toSnake, toWire } from "../../provider/model/case";
 import {
   MODULE_PROPERTY,
   ROUTE_OUTPUT_ONLY,
   SAML_OUTPUT_ONLY,
-  routeCanonical,
-  moduleRequestOf,
-  routeCreateRequest,
-  routeFromResponse,
+  decodeRoute,
+  routeConfigOfResponse,
+  routeOutputsOf,
 } from "../../provider/model/route";
+import type { RouteOutputs } from "../../provider/model/types";
 import { containsUnknown, pathHitsUnknown, UNKNOWN } from "../../provider/model/unknown";
 import {
   BASE_URL,
-  EDGE_ID,
   IDP_METADATA,
   type Inputs,
   MODULE_MINIMAL,
   MODULE_SAMPLES,
-  ROUTE_ID,
   allModulesWith,
   desired,
-  respond,
-  storeCreate,
+  currentOf,
+  stored,
 } from "./support";
 import { prng } from "../support/prng";
 
@@ -161,12 +161,11 @@ describe("case conversion", () => {
 });
 
 describe("canonical comparison", () => {
-  test("stableJson ignores key order, not array order", () => {
-    expect(stableJson({ b: 1, a: { d: [2, 1], c: null } })).toBe('{"a":{"c":null,"d":[2,1]},"b":1}');
-    expect(stableJson({ a: 1, b: 2 })).toBe(stableJson({ b: 2, a: 1 }));
-  });
-
-  test("deepEqual", () => {
+  test("deepEqual: key order ignored, array order not; an undefined key is an absent one", () => {
+    expect(deepEqual({ b: 1, a: { d: [2, 1], c: null } }, { a: { c: null, d: [2, 1] }, b: 1 })).toBe(true);
+    expect(deepEqual({ a: 1, b: undefined }, { a: 1 })).toBe(true);
+    expect(deepEqual([1, [2]], [1, [2]])).toBe(true);
+    expect(deepEqual([1], { 0: 1 })).toBe(false);
     expect(deepEqual({ a: 1, b: [1, 2] }, { b: [1, 2], a: 1 })).toBe(true);
     expect(deepEqual({ a: [1, 2] }, { a: [2, 1] })).toBe(false);
     expect(deepEqual({ a: 1 }, { a: 1, b: 2 })).toBe(false);
@@ -384,9 +383,11 @@ describe("unknown values", () => {
 
 // ---------------------------------------------------------------- route outputs and inputs
 
-describe("routeFromResponse and routeCanonical", () => {
-  const stored = storeCreate(
-    routeCreateRequest(
+describe("route outputs, and the brain's value of stored state", () => {
+  let response: Route;
+  let outputs: RouteOutputs;
+  beforeAll(async () => {
+    response = await stored(
       desired({
         description: "d",
         metadata: "m",
@@ -395,10 +396,9 @@ describe("routeFromResponse and routeCanonical", () => {
         requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } },
         saml: { idpMetadata: IDP_METADATA },
       }),
-    ),
-  );
-  const response = respond(stored);
-  const outputs = routeFromResponse(response);
+    );
+    outputs = routeOutputsOf(response);
+  });
 
   test("MODULE_PROPERTY names every module in camelCase", () => {
     expect(MODULE_PROPERTY).toEqual({
@@ -419,16 +419,16 @@ describe("routeFromResponse and routeCanonical", () => {
   });
 
   test("route fields, backend Ref → backendId, ip_policies → ipPolicyIds, headers verbatim, unconfigured modules absent", () => {
-    const uri = `${BASE_URL}/edges/https/${EDGE_ID}/routes/${ROUTE_ID}`;
+    const saml = `${BASE_URL}/saml/${response.id}`;
     expect(outputs).toEqual({
-      edgeId: EDGE_ID,
-      routeId: ROUTE_ID,
+      edgeId: response.edge_id,
+      routeId: response.id,
       matchType: "path_prefix",
       match: "/app",
       description: "d",
       metadata: "m",
-      uri,
-      createdAt: "2026-01-02T03:04:05Z",
+      uri: `${BASE_URL}/edges/https/${response.edge_id}/routes/${response.id}`,
+      createdAt: response.created_at,
       backend: { enabled: false, backendId: "bkd_1" },
       ipRestriction: { enabled: true, ipPolicyIds: ["ipp_b", "ipp_a"] },
       requestHeaders: { enabled: true, add: { "X-Foo": "1", x_custom_header: "2" }, remove: [] },
@@ -443,13 +443,14 @@ describe("routeFromResponse and routeCanonical", () => {
         allowIdpInitiated: false,
         authorizedGroups: [],
         nameidFormat: "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
-        entityId: `${BASE_URL}/saml/${ROUTE_ID}/metadata`,
-        metadataUrl: `${BASE_URL}/saml/${ROUTE_ID}/metadata`,
-        assertionConsumerServiceUrl: `${BASE_URL}/saml/${ROUTE_ID}/acs`,
-        singleLogoutUrl: `${BASE_URL}/saml/${ROUTE_ID}/slo`,
-        requestSigningCertificatePem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+        entityId: `${saml}/metadata`,
+        metadataUrl: `${saml}/metadata`,
+        assertionConsumerServiceUrl: `${saml}/acs`,
+        singleLogoutUrl: `${saml}/slo`,
+        requestSigningCertificatePem: response.saml!.request_signing_certificate_pem,
       },
     });
+    expect(response.saml!.request_signing_certificate_pem).toMatch(/^-----BEGIN CERTIFICATE-----/);
   });
 
   test("output-only names", () => {
@@ -465,48 +466,51 @@ describe("routeFromResponse and routeCanonical", () => {
     );
   });
 
-  test("inputs from outputs: SAML computed fields, uri, createdAt, routeId and null modules stripped", () => {
-    const inputs = routeCanonical({ ...outputs, __provider: "blob", __inputs: {} });
-    expect(Object.keys(inputs).sort()).toEqual(
+  test("stored state decoded: SAML computed fields, uri, createdAt, routeId and face keys stripped", () => {
+    const config = decodeRoute({ ...outputs, __provider: "blob", __inputs: {} });
+    expect(Object.keys(config).sort()).toEqual(
       [
-        "edgeId",
-        "matchType",
+        "edge_id",
+        "match_type",
         "match",
         "description",
         "metadata",
         "backend",
-        "ipRestriction",
-        "requestHeaders",
+        "ip_restriction",
+        "request_headers",
         "saml",
       ].sort(),
     );
-    expect(inputs.saml).toEqual({
+    expect(config.saml).toEqual({
       enabled: true,
-      optionsPassthrough: false,
-      cookiePrefix: "edge.",
-      inactivityTimeout: 0,
-      maximumDuration: 0,
-      idpMetadata: IDP_METADATA,
-      forceAuthn: false,
-      allowIdpInitiated: false,
-      authorizedGroups: [],
-      nameidFormat: "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
+      options_passthrough: false,
+      cookie_prefix: "edge.",
+      inactivity_timeout: 0,
+      maximum_duration: 0,
+      idp_metadata: IDP_METADATA,
+      force_authn: false,
+      allow_idp_initiated: false,
+      authorized_groups: [],
+      nameid_format: "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent",
     });
     // The outputs themselves keep the computed fields.
-    expect((outputs.saml as Record<string, unknown>).entityId).toBe(`${BASE_URL}/saml/${ROUTE_ID}/metadata`);
+    expect((outputs.saml as Record<string, unknown>).entityId).toBe(
+      `${BASE_URL}/saml/${response.id}/metadata`,
+    );
+    // What `read` reports as inputs: the same, straight from the response.
+    expect(routeConfigOfResponse(response)).toEqual(config);
   });
 
   test.each(["oauth", "oidc", "saml"] as const)(
-    "inputs from outputs equal the checked inputs that created the route (every module, %s)",
-    (auth) => {
+    "the state of a created route decodes to the checked inputs that created it (every module, %s)",
+    async (auth) => {
       const want = desired({ description: "x", ...allModulesWith(auth) });
-      const inputs = routeCanonical(routeFromResponse(respond(storeCreate(routeCreateRequest(want)))));
-      expect(inputs).toEqual(want);
+      expect(currentOf(await stored(want))).toEqual(want);
     },
   );
 
-  test("an output route without modules", () => {
+  test("a route without modules", async () => {
     const want = desired({});
-    expect(routeCanonical(routeFromResponse(respond(storeCreate(routeCreateRequest(want)))))).toEqual(want);
+    expect(currentOf(await stored(want))).toEqual(want);
   });
 });

@@ -1,17 +1,18 @@
 /**
- * The route planner (`planRoute`, `routeCreateRequest`, `moduleRequest`, `describePlan`): pure tests, no
- * engine and no server. "Current" routes are produced the way the dynamic provider produces them
- * (create body → stored route → response → outputs → inputs), "desired" ones through `check`.
+ * The route planner (`planRoute`, `routeCreateRequest`, `moduleRequest`, `describePlan`), no engine.
+ * "Current" routes are produced the way the faces produce them (create body → the bundled service,
+ * in memory → response → outputs → decoded), "desired" ones through `check`; plans are carried
+ * out by that same service, whose rules they must follow.
  */
 import { AUTH_MODULES, ROUTE_MODULE_NAMES, type RouteModuleName } from "../../sdk/contract";
 import { MODULE_PROPERTY } from "../../provider/model/route";
 import { UNKNOWN } from "../../provider/model/unknown";
-import { moduleRequest, routeCanonical, routeCreateRequest } from "../../provider/model/route";
+import type { Route } from "../../sdk/contract";
+import { decodeRoute, moduleRequest, routeCreateRequest, routeInputsOf } from "../../provider/model/route";
 import { planRoute } from "../../provider/plan/route";
 import { describePlan, type RoutePlan, type RouteStep } from "../../provider/plan/types";
 import {
   allModulesWith,
-  applyStep,
   createdFrom,
   currentOf,
   desired,
@@ -21,9 +22,12 @@ import {
   MODULE_MINIMAL,
   MODULE_SAMPLES,
   OTHER_EDGE_ID,
-  storeCreate,
-  type WireRoute,
+  service,
+  stored,
 } from "./support";
+
+/** The plan of a route that is already as desired. */
+const NO_CHANGE = { replaces: [], changed: [], changes: [], steps: [] };
 
 /** A step without its human-readable reason. */
 type Op = RouteStep extends infer S
@@ -40,42 +44,44 @@ function ops(plan: RoutePlan): Op[] {
 describe("planRoute: no change", () => {
   test.each(AUTH_MODULES.map((m) => [m]))(
     "a route with every module (auth: %s) read back as created",
-    (auth) => {
+    async (auth) => {
       const want = desired({ description: "d", metadata: '{"k":1}', ...allModulesWith(auth) });
-      const plan = planRoute(createdFrom(want), want);
-      expect(plan).toEqual({ replaces: [], changed: [], steps: [] });
+      const plan = planRoute(await createdFrom(want), want);
+      expect(plan).toEqual(NO_CHANGE);
       expect(describePlan(plan)).toEqual(["no change"]);
     },
   );
 
-  test("minimal modules (every field defaulted) read back as created", () => {
+  test("minimal modules (every field defaulted) read back as created", async () => {
     const props: Inputs = {};
     for (const name of ROUTE_MODULE_NAMES) {
       if (name === "oidc" || name === "saml") continue;
       props[MODULE_PROPERTY[name]] = MODULE_MINIMAL[name];
     }
     const want = desired(props);
-    expect(planRoute(createdFrom(want), want)).toEqual({ replaces: [], changed: [], steps: [] });
+    expect(planRoute(await createdFrom(want), want)).toEqual(NO_CHANGE);
   });
 
-  test("a route without modules", () => {
+  test("a route without modules", async () => {
     const want = desired({});
-    expect(planRoute(createdFrom(want), want)).toEqual({ replaces: [], changed: [], steps: [] });
+    expect(planRoute(await createdFrom(want), want)).toEqual(NO_CHANGE);
   });
 
-  test("identical canonical inputs on both sides", () => {
+  test("identical canonical inputs on both sides", async () => {
     const want = desired(allModulesWith("oidc"));
-    expect(planRoute(want, structuredClone(want))).toEqual({ replaces: [], changed: [], steps: [] });
+    expect(planRoute(want, structuredClone(want))).toEqual(NO_CHANGE);
   });
 
-  test("ipRestriction.ipPolicyIds in another order is no change", () => {
-    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b", "ipp_c"] } }));
+  test("ipRestriction.ipPolicyIds in another order is no change", async () => {
+    const current = await createdFrom(
+      desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b", "ipp_c"] } }),
+    );
     const want = desired({ ipRestriction: { ipPolicyIds: ["ipp_c", "ipp_a", "ipp_b"] } });
-    expect(planRoute(current, want)).toEqual({ replaces: [], changed: [], steps: [] });
+    expect(planRoute(current, want)).toEqual(NO_CHANGE);
   });
 
-  test("ipPolicyIds order alone is no change, but another id is", () => {
-    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b"] } }));
+  test("ipPolicyIds order alone is no change, but another id is", async () => {
+    const current = await createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b"] } }));
     const want = desired({ ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_c"] } });
     const plan = planRoute(current, want);
     expect(plan.changed).toEqual(["ipRestriction"]);
@@ -84,21 +90,17 @@ describe("planRoute: no change", () => {
     ]);
   });
 
-  test("a module set to null on the desired side and absent on the current side is no change", () => {
+  test("a module set to null on the desired side and absent on the current side is no change", async () => {
     const want = desired({ compression: null, backend: { backendId: "bkd_1" } });
-    const current = createdFrom(want);
-    expect(planRoute(current, { ...want, compression: null, oauth: undefined } as never)).toEqual({
-      replaces: [],
-      changed: [],
-      steps: [],
-    });
+    const current = await createdFrom(want);
+    expect(planRoute(current, { ...want, compression: null, oauth: undefined } as never)).toEqual(NO_CHANGE);
   });
 });
 
 describe("planRoute: changes", () => {
-  test("one inner field of one module → one patch with only that module, whole and minimal", () => {
+  test("one inner field of one module → one patch with only that module, whole and minimal", async () => {
     const base = { ...allModulesWith("oauth"), circuitBreaker: { trippedDuration: 30, numBuckets: 10 } };
-    const current = createdFrom(desired(base));
+    const current = await createdFrom(desired(base));
     const want = desired({ ...base, circuitBreaker: { trippedDuration: 30, numBuckets: 20 } });
     const plan = planRoute(current, want);
     expect(plan.replaces).toEqual([]);
@@ -108,21 +110,21 @@ describe("planRoute: changes", () => {
     ]);
   });
 
-  test("a module re-enabled is sent whole (enabled omitted = true)", () => {
-    const current = createdFrom(desired({ userAgentFilter: { enabled: false, allow: ["a"] } }));
+  test("a module re-enabled is sent whole (enabled omitted = true)", async () => {
+    const current = await createdFrom(desired({ userAgentFilter: { enabled: false, allow: ["a"] } }));
     const plan = planRoute(current, desired({ userAgentFilter: { allow: ["a"] } }));
     expect(plan.changed).toEqual(["userAgentFilter"]);
     expect(ops(plan)).toEqual([{ op: "patch", body: { user_agent_filter: { allow: ["a"] } } }]);
   });
 
-  test("a module disabled is sent with enabled: false and its other fields", () => {
-    const current = createdFrom(desired({ trafficPolicy: { value: "p" } }));
+  test("a module disabled is sent with enabled: false and its other fields", async () => {
+    const current = await createdFrom(desired({ trafficPolicy: { value: "p" } }));
     const plan = planRoute(current, desired({ trafficPolicy: { value: "p", enabled: false } }));
     expect(ops(plan)).toEqual([{ op: "patch", body: { traffic_policy: { enabled: false, value: "p" } } }]);
   });
 
-  test("a module added → one patch with that module, minimal", () => {
-    const current = createdFrom(desired({ backend: { backendId: "bkd_1" } }));
+  test("a module added → one patch with that module, minimal", async () => {
+    const current = await createdFrom(desired({ backend: { backendId: "bkd_1" } }));
     const want = desired({ backend: { backendId: "bkd_1" }, oidc: MODULE_MINIMAL.oidc });
     const plan = planRoute(current, want);
     expect(plan.changed).toEqual(["oidc"]);
@@ -134,8 +136,8 @@ describe("planRoute: changes", () => {
     ]);
   });
 
-  test("header names stay verbatim in the patch body", () => {
-    const current = createdFrom(desired({ requestHeaders: { add: { "X-Old": "0" } } }));
+  test("header names stay verbatim in the patch body", async () => {
+    const current = await createdFrom(desired({ requestHeaders: { add: { "X-Old": "0" } } }));
     const want = desired({
       requestHeaders: {
         add: { "X-Foo": "1", x_custom_header: "2", lowerCamelHeader: "3" },
@@ -161,23 +163,23 @@ describe("planRoute: changes", () => {
     ]);
   });
 
-  test("a module removed → one deleteModule step and no patch", () => {
+  test("a module removed → one deleteModule step and no patch", async () => {
     const base = allModulesWith("saml");
-    const current = createdFrom(desired(base));
+    const current = await createdFrom(desired(base));
     const { compression: _gone, ...rest } = base;
     const plan = planRoute(current, desired(rest));
     expect(plan.changed).toEqual(["compression"]);
     expect(ops(plan)).toEqual([{ op: "deleteModule", module: "compression" }]);
   });
 
-  test("a module removed by null is deleted too", () => {
-    const current = createdFrom(desired({ compression: {}, trafficPolicy: { value: "p" } }));
+  test("a module removed by null is deleted too", async () => {
+    const current = await createdFrom(desired({ compression: {}, trafficPolicy: { value: "p" } }));
     const plan = planRoute(current, desired({ compression: null, trafficPolicy: { value: "p" } }));
     expect(ops(plan)).toEqual([{ op: "deleteModule", module: "compression" }]);
   });
 
-  test("changes and removals together → one patch first, then the deletes", () => {
-    const current = createdFrom(
+  test("changes and removals together → one patch first, then the deletes", async () => {
+    const current = await createdFrom(
       desired({ compression: {}, userAgentFilter: { deny: ["x"] }, circuitBreaker: { numBuckets: 4 } }),
     );
     const plan = planRoute(current, desired({ circuitBreaker: { numBuckets: 5 } }));
@@ -189,8 +191,8 @@ describe("planRoute: changes", () => {
     ]);
   });
 
-  test("description, match and matchType go into the patch with their wire names", () => {
-    const current = createdFrom(desired({ description: "old", backend: { backendId: "bkd_1" } }));
+  test("description, match and matchType go into the patch with their wire names", async () => {
+    const current = await createdFrom(desired({ description: "old", backend: { backendId: "bkd_1" } }));
     const want = desired({
       description: "new",
       match: "example.com/v2",
@@ -204,8 +206,8 @@ describe("planRoute: changes", () => {
     ]);
   });
 
-  test("metadata change goes into the patch", () => {
-    const current = createdFrom(desired({}));
+  test("metadata change goes into the patch", async () => {
+    const current = await createdFrom(desired({}));
     const plan = planRoute(current, desired({ metadata: '{"team":"a"}' }));
     expect(ops(plan)).toEqual([{ op: "patch", body: { metadata: '{"team":"a"}' } }]);
   });
@@ -223,27 +225,26 @@ describe("planRoute: changes", () => {
     // "undefined" is a description left out: of the program (check fills the default), or of
     // stored state written without one (its canonical form fills it the same way).
     const given = (description: unknown) => (description === undefined ? {} : { description });
-    test.each(cases)("%s", (_name, before, after, expected) => {
-      const { description: _, ...stored } = createdFrom(desired({}));
-      const current = routeCanonical({ ...stored, ...given(before) });
+    test.each(cases)("%s", async (_name, before, after, expected) => {
+      const { description: _, ...state } = routeInputsOf(await createdFrom(desired({})));
+      const current = decodeRoute({ ...state, ...given(before) });
       const want = desired(given(after));
       const plan = planRoute(current, want);
       expect(ops(plan)).toEqual(expected);
       expect(plan.changed).toEqual(expected.length > 0 ? ["description"] : []);
       // After applying the plan and reading back, there is nothing left to do.
-      let route: WireRoute = storeCreate(routeCreateRequest(current));
-      for (const step of plan.steps) route = applyStep(route, step);
-      expect(planRoute(currentOf(route), want)).toEqual({ replaces: [], changed: [], steps: [] });
+      const states = await execute(await stored(current), plan);
+      expect(planRoute(currentOf(states.at(-1) ?? (await stored(current))), want)).toEqual(NO_CHANGE);
     });
   });
 
-  test("unknown values on the desired side count as changes", () => {
+  test("unknown values on the desired side count as changes", async () => {
     const base = { backend: { backendId: "bkd_1" }, trafficPolicy: { value: "p" }, compression: {} };
-    const current = createdFrom(desired(base));
+    const current = await createdFrom(desired(base));
     const want = {
       ...desired(base),
-      backend: { enabled: true, backendId: UNKNOWN },
-      trafficPolicy: UNKNOWN,
+      backend: { enabled: true, backend_id: UNKNOWN },
+      traffic_policy: UNKNOWN,
       description: UNKNOWN,
     } as never;
     const plan = planRoute(current, want);
@@ -251,38 +252,43 @@ describe("planRoute: changes", () => {
     expect(plan.changed).toEqual(["description", "backend", "trafficPolicy"]);
   });
 
-  test("an unknown value equal in shape to the current one still counts as a change", () => {
-    const current = createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a"] } }));
+  test("an unknown value equal in shape to the current one still counts as a change", async () => {
+    const current = await createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a"] } }));
     const want = { ...desired({ ipRestriction: { ipPolicyIds: ["ipp_a"] } }) };
-    want.ipRestriction = { enabled: true, ipPolicyIds: [UNKNOWN] };
+    want.ip_restriction = { enabled: true, ip_policy_ids: [UNKNOWN] };
     expect(planRoute(current, want).changed).toEqual(["ipRestriction"]);
   });
 
-  test("edgeId change → replace, no steps", () => {
+  test("edgeId change → replace, no steps", async () => {
     const want = desired({ backend: { backendId: "bkd_1" } });
-    const current = createdFrom(want);
-    const plan = planRoute(current, { ...want, edgeId: OTHER_EDGE_ID, description: "also changed" });
+    const current = await createdFrom(want);
+    const plan = planRoute(current, { ...want, edge_id: OTHER_EDGE_ID, description: "also changed" });
     expect(plan.replaces).toEqual(["edgeId"]);
     expect(plan.changed).toEqual(["edgeId", "description"]);
     expect(plan.steps).toEqual([]);
     expect(describePlan(plan)).toEqual(["replace (changed: edgeId)"]);
   });
 
-  test("unknown edgeId → replace, no steps", () => {
+  test("unknown edgeId → replace, no steps", async () => {
     const want = desired({});
-    const plan = planRoute(createdFrom(want), { ...want, edgeId: UNKNOWN });
-    expect(plan).toEqual({ replaces: ["edgeId"], changed: ["edgeId"], steps: [] });
+    const plan = planRoute(await createdFrom(want), { ...want, edge_id: UNKNOWN });
+    expect(plan).toEqual({
+      replaces: ["edgeId"],
+      changed: ["edgeId"],
+      changes: [{ path: "edgeId", kind: "update", replace: true }],
+      steps: [],
+    });
   });
 
-  test("same edgeId → no replace", () => {
+  test("same edgeId → no replace", async () => {
     const want = desired({ description: "x" });
-    const current = createdFrom(desired({}));
-    expect(current.edgeId).toBe(EDGE_ID);
+    const current = await createdFrom(desired({}));
+    expect(current.edge_id).toBe(EDGE_ID);
     expect(planRoute(current, want).replaces).toEqual([]);
   });
 
-  test("describePlan numbers the calls", () => {
-    const current = createdFrom(desired({ compression: {}, circuitBreaker: { numBuckets: 4 } }));
+  test("describePlan numbers the calls", async () => {
+    const current = await createdFrom(desired({ compression: {}, circuitBreaker: { numBuckets: 4 } }));
     const lines = describePlan(planRoute(current, desired({ circuitBreaker: { numBuckets: 5 } })));
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^1\. PATCH circuit_breaker: /);
@@ -290,26 +296,70 @@ describe("planRoute: changes", () => {
   });
 });
 
+describe("the detailed diff: leaf by leaf, as Pulumi paths", () => {
+  test("an inner field, a header added, a module added and one removed, a description", async () => {
+    const current = await createdFrom(
+      desired({
+        circuitBreaker: { numBuckets: 10 },
+        requestHeaders: { add: { "X-Old": "0" } },
+        compression: {},
+      }),
+    );
+    const want = desired({
+      description: "new",
+      circuitBreaker: { numBuckets: 12 },
+      requestHeaders: { add: { "X-Old": "0", "X-Foo": "1" } },
+      trafficPolicy: { value: "p" },
+    });
+    expect(planRoute(current, want).changes).toEqual([
+      { path: "description", kind: "update", replace: false },
+      { path: "circuitBreaker.numBuckets", kind: "update", replace: false },
+      { path: "compression", kind: "delete", replace: false },
+      { path: 'requestHeaders.add["X-Foo"]', kind: "add", replace: false },
+      { path: "trafficPolicy", kind: "add", replace: false },
+    ]);
+  });
+
+  test("a list that changes length is one update of the list; a reorder of policy ids is none", async () => {
+    const current = await createdFrom(desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b"] } }));
+    expect(
+      planRoute(current, desired({ ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_a"] } })).changes,
+    ).toEqual([]);
+    expect(
+      planRoute(current, desired({ ipRestriction: { ipPolicyIds: ["ipp_a", "ipp_b", "ipp_c"] } })).changes,
+    ).toEqual([{ path: "ipRestriction.ipPolicyIds", kind: "update", replace: false }]);
+  });
+
+  test("a moved route: edgeId replaces, and the other changes say so too", async () => {
+    const want = desired({ description: "d" });
+    const plan = planRoute(await createdFrom(want), { ...want, edge_id: OTHER_EDGE_ID, description: "e" });
+    expect(plan.changes).toEqual([
+      { path: "edgeId", kind: "update", replace: true },
+      { path: "description", kind: "update", replace: false },
+    ]);
+  });
+});
+
 describe("moduleRequest and routeCreateRequest", () => {
-  test("moduleRequest keeps header names verbatim and drops defaults", () => {
+  test("moduleRequest keeps header names verbatim and drops defaults", async () => {
     const value = desired({
       requestHeaders: { add: { "X-Foo": "1", x_custom_header: "2" } },
-    }).requestHeaders!;
+    }).request_headers!;
     expect(moduleRequest("request_headers", value)).toEqual({ add: { "X-Foo": "1", x_custom_header: "2" } });
     const response = desired({
       responseHeaders: { add: { X_Powered_By: "me" }, remove: ["Server"] },
-    }).responseHeaders!;
+    }).response_headers!;
     expect(moduleRequest("response_headers", response)).toEqual({
       add: { X_Powered_By: "me" },
       remove: ["Server"],
     });
   });
 
-  test("moduleRequest of every full sample is its snake_case minimal form", () => {
+  test("moduleRequest of every full sample is its snake_case minimal form", async () => {
     const bodies = Object.fromEntries(
       ROUTE_MODULE_NAMES.map((m) => [
         m,
-        moduleRequest(m, desired({ [MODULE_PROPERTY[m]]: MODULE_SAMPLES[m] })[MODULE_PROPERTY[m]] as never),
+        moduleRequest(m, desired({ [MODULE_PROPERTY[m]]: MODULE_SAMPLES[m] })[m] as never),
       ]),
     );
     expect(bodies).toEqual({
@@ -365,7 +415,7 @@ describe("moduleRequest and routeCreateRequest", () => {
     });
   });
 
-  test("routeCreateRequest: wire names, header names verbatim, defaults and empty texts left out", () => {
+  test("routeCreateRequest: wire names, header names verbatim, defaults and empty texts left out", async () => {
     const want = desired({
       matchType: "exact_path",
       match: "/x",
@@ -386,7 +436,7 @@ describe("moduleRequest and routeCreateRequest", () => {
     });
   });
 
-  test("routeCreateRequest carries description and metadata when set", () => {
+  test("routeCreateRequest carries description and metadata when set", async () => {
     expect(routeCreateRequest(desired({ description: "d", metadata: "m" }))).toEqual({
       match_type: "path_prefix",
       match: "/app",
@@ -395,13 +445,14 @@ describe("moduleRequest and routeCreateRequest", () => {
     });
   });
 
-  test("routeCreateRequest of a route with every module is a valid create that reads back identical", () => {
+  test("routeCreateRequest of a route with every module is a valid create that reads back identical", async () => {
     const want = desired(allModulesWith("oauth"));
     const body = routeCreateRequest(want);
     expect(Object.keys(body).sort()).toEqual(
       ["match", "match_type", ...ROUTE_MODULE_NAMES.filter((m) => m !== "oidc" && m !== "saml")].sort(),
     );
-    expect(planRoute(currentOf(storeCreate(body)), want).changed).toEqual([]);
+    const edge = await service.client.createHttpsEdge({});
+    expect(planRoute(currentOf(await service.client.createRoute(edge.id, body)), want).changed).toEqual([]);
   });
 });
 
@@ -411,18 +462,18 @@ type Auth = (typeof AUTH_MODULES)[number];
 const AUTH_PROP: Record<Auth, string> = { oauth: "oauth", oidc: "oidc", saml: "saml" };
 
 /** Backend enabled and no auth module: traffic would be served unauthenticated. */
-function isOpen(route: WireRoute): boolean {
-  const backend = route.backend as { enabled: boolean } | null;
-  return backend?.enabled === true && AUTH_MODULES.every((m) => route[m] == null);
+function isOpen(route: Route): boolean {
+  return route.backend?.enabled === true && AUTH_MODULES.every((m) => route[m] === null);
 }
 
-/** Runs the plan on a model of the service; returns every state after each step. */
-function execute(current: WireRoute, plan: RoutePlan): WireRoute[] {
-  const states: WireRoute[] = [];
-  let route = current;
+/** Carries the plan out on the service, step by step; returns the route after each step. */
+async function execute(start: Route, plan: RoutePlan): Promise<Route[]> {
+  const { client } = service;
+  const states: Route[] = [];
   for (const step of plan.steps) {
-    route = applyStep(route, step);
-    states.push(route);
+    if (step.op === "patch") await client.updateRoute(start.edge_id, start.id, step.body);
+    else await client.deleteRouteModule(start.edge_id, start.id, step.module);
+    states.push(await client.getRoute(start.edge_id, start.id));
   }
   return states;
 }
@@ -431,8 +482,8 @@ describe("fail-closed authentication switch", () => {
   const backendOn = { backendId: "bkd_1" };
   const backendOff = { backendId: "bkd_1", enabled: false };
 
-  test("backend enabled, oauth → oidc: disable backend, delete oauth, set oidc with backend re-enabled", () => {
-    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+  test("backend enabled, oauth → oidc: disable backend, delete oauth, set oidc with backend re-enabled", async () => {
+    const current = await createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
     const want = desired({ backend: backendOn, oidc: MODULE_MINIMAL.oidc });
     const plan = planRoute(current, want);
     expect(plan.changed).toEqual(["oauth", "oidc"]);
@@ -455,8 +506,8 @@ describe("fail-closed authentication switch", () => {
     ]);
   });
 
-  test("backend already disabled → no disabling step", () => {
-    const current = createdFrom(desired({ backend: backendOff, saml: MODULE_MINIMAL.saml }));
+  test("backend already disabled → no disabling step", async () => {
+    const current = await createdFrom(desired({ backend: backendOff, saml: MODULE_MINIMAL.saml }));
     const want = desired({ backend: backendOff, oauth: MODULE_MINIMAL.oauth });
     expect(ops(planRoute(current, want))).toEqual([
       { op: "deleteModule", module: "saml" },
@@ -464,8 +515,8 @@ describe("fail-closed authentication switch", () => {
     ]);
   });
 
-  test("backend disabled now and enabled in the desired route → enabled together with the new auth", () => {
-    const current = createdFrom(desired({ backend: backendOff, oidc: MODULE_MINIMAL.oidc }));
+  test("backend disabled now and enabled in the desired route → enabled together with the new auth", async () => {
+    const current = await createdFrom(desired({ backend: backendOff, oidc: MODULE_MINIMAL.oidc }));
     const want = desired({ backend: backendOn, saml: MODULE_MINIMAL.saml });
     expect(ops(planRoute(current, want))).toEqual([
       { op: "deleteModule", module: "oidc" },
@@ -473,8 +524,8 @@ describe("fail-closed authentication switch", () => {
     ]);
   });
 
-  test("desired route without backend → backend deleted after the switch, never re-enabled", () => {
-    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+  test("desired route without backend → backend deleted after the switch, never re-enabled", async () => {
+    const current = await createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
     const want = desired({ oidc: MODULE_MINIMAL.oidc });
     const plan = planRoute(current, want);
     expect(ops(plan)).toEqual([
@@ -488,8 +539,8 @@ describe("fail-closed authentication switch", () => {
     ]);
   });
 
-  test("other changes ride in the final patch; other removals come last", () => {
-    const current = createdFrom(
+  test("other changes ride in the final patch; other removals come last", async () => {
+    const current = await createdFrom(
       desired({
         description: "old",
         backend: backendOn,
@@ -523,8 +574,8 @@ describe("fail-closed authentication switch", () => {
     ]);
   });
 
-  test("changing the auth module in place (no switch) is one patch", () => {
-    const current = createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
+  test("changing the auth module in place (no switch) is one patch", async () => {
+    const current = await createdFrom(desired({ backend: backendOn, oauth: MODULE_MINIMAL.oauth }));
     const want = desired({ backend: backendOn, oauth: MODULE_SAMPLES.oauth });
     const plan = planRoute(current, want);
     expect(plan.steps).toHaveLength(1);
@@ -587,31 +638,28 @@ describe("fail-closed authentication switch", () => {
     return out;
   }
 
-  /** Plans, executes on the model, and checks the end state and that nothing is left to do. */
-  function run(c: Combo): { start: WireRoute; states: WireRoute[]; plan: RoutePlan } {
+  /** Plans, carries the plan out on the service, and checks the end state and that nothing is left to do. */
+  async function run(c: Combo): Promise<{ start: Route; states: Route[]; plan: RoutePlan }> {
     const want = desired(c.after);
-    const start = storeCreate(routeCreateRequest(desired(c.before)));
+    const start = await stored(desired(c.before));
     const plan = planRoute(currentOf(start), want);
-    let states: WireRoute[];
+    let states: Route[];
     try {
-      states = execute(start, plan);
+      states = await execute(start, plan);
     } catch (e) {
       throw new Error(`${c.name}: ${(e as Error).message}\n${describePlan(plan).join("\n")}`);
     }
     const end = states.at(-1) ?? start;
-    expect([c.name, planRoute(currentOf(end), want)]).toEqual([
-      c.name,
-      { replaces: [], changed: [], steps: [] },
-    ]);
+    expect([c.name, planRoute(currentOf(end), want)]).toEqual([c.name, NO_CHANGE]);
     return { start, states, plan };
   }
 
-  test("3 auth modules × backend states before and after: never open after any step", () => {
+  test("3 auth modules × backend states before and after: never open after any step", async () => {
     const all = combos([...AUTH_MODULES]);
     expect(all).toHaveLength(3 * 3 * 3 * 4 * 2 * 4);
     let switches = 0;
     for (const c of all) {
-      const { start, states, plan } = run(c);
+      const { start, states, plan } = await run(c);
       expect([c.name, "start", isOpen(start)]).toEqual([c.name, "start", false]);
       states.forEach((s, i) => {
         expect([c.name, describePlan(plan)[i], isOpen(s)]).toEqual([c.name, describePlan(plan)[i], false]);
@@ -621,9 +669,9 @@ describe("fail-closed authentication switch", () => {
       );
       if (switching) {
         switches++;
-        // The old auth module goes before the new one arrives, never both at once (applyStep checks).
+        // The old auth module goes before the new one arrives, never both at once (the service refuses both).
         const firstStep = plan.steps[0]!;
-        const backendWasOn = (start.backend as { enabled: boolean } | null)?.enabled === true;
+        const backendWasOn = start.backend?.enabled === true;
         expect([c.name, firstStep.op === "patch" && "backend" in firstStep.body]).toEqual([
           c.name,
           backendWasOn,
@@ -634,12 +682,12 @@ describe("fail-closed authentication switch", () => {
     expect(switches).toBe((all.length * 2) / 3);
   });
 
-  test("with 'no auth' on either side: closed → closed is never open in between", () => {
+  test("with 'no auth' on either side: closed → closed is never open in between", async () => {
     const all = combos([...AUTH_MODULES, "none"]);
     expect(all).toHaveLength(4 * 4 * 3 * 4 * 2 * 4);
     let guarded = 0;
     for (const c of all) {
-      const { start, states, plan } = run(c);
+      const { start, states, plan } = await run(c);
       // Open at the start, or open by the user's own wish at the end: there is nothing to protect.
       if (isOpen(start) || isOpen(states.at(-1) ?? start)) continue;
       guarded++;
@@ -650,19 +698,21 @@ describe("fail-closed authentication switch", () => {
     expect(guarded).toBeGreaterThan(all.length / 2);
   });
 
-  test("a failure at any step leaves the route closed (every prefix of a switch plan)", () => {
+  test("a failure at any step leaves the route closed (every prefix of a switch plan)", async () => {
     for (const [from, to] of [
       ["oauth", "oidc"],
       ["oidc", "saml"],
       ["saml", "oauth"],
     ] as Array<[Auth, Auth]>) {
-      const start = storeCreate(
-        routeCreateRequest(desired({ backend: backendOn, [from]: MODULE_MINIMAL[from] })),
+      const before = desired({ backend: backendOn, [from]: MODULE_MINIMAL[from] });
+      const plan = planRoute(
+        currentOf(await stored(before)),
+        desired({ backend: backendOn, [to]: MODULE_MINIMAL[to] }),
       );
-      const plan = planRoute(currentOf(start), desired({ backend: backendOn, [to]: MODULE_MINIMAL[to] }));
       expect(plan.steps).toHaveLength(3);
       for (let n = 0; n <= plan.steps.length; n++) {
-        const states = execute(start, { ...plan, steps: plan.steps.slice(0, n) });
+        const start = await stored(before);
+        const states = await execute(start, { ...plan, steps: plan.steps.slice(0, n) });
         expect([from, to, n, isOpen(states.at(-1) ?? start)]).toEqual([from, to, n, false]);
       }
     }
@@ -670,7 +720,7 @@ describe("fail-closed authentication switch", () => {
 });
 
 // Keep the module list honest: the samples cover all 13 modules.
-test("samples cover every module", () => {
+test("samples cover every module", async () => {
   expect(Object.keys(MODULE_SAMPLES).sort()).toEqual([...ROUTE_MODULE_NAMES].sort());
   expect(ROUTE_MODULE_NAMES).toHaveLength(13);
   const names: RouteModuleName[] = Object.keys(MODULE_MINIMAL) as RouteModuleName[];

@@ -1,30 +1,29 @@
 /**
  * Shared fixtures of the provider unit tests: canonical inputs (through the provider's own
- * `check`), a pure in-memory model of the service's route semantics (what a response looks like
- * for a stored route, what PATCH and module DELETE do), and valid samples of all 13 modules.
- * No Pulumi engine, no server, no I/O.
+ * `check`), the bundled service itself on an in-memory store (its real rules for create, PATCH
+ * and module DELETE, its real responses), and valid samples of all 13 modules. No Pulumi
+ * engine, no socket.
  */
+import { EdgeClient } from "../../sdk/client";
 import {
   AUTH_MODULES,
   ROUTE_MODULE_NAMES,
   ROUTE_MODULES,
   type Route,
-  type RouteCreateCanonical,
   type RouteModuleName,
-  routeCreateSchema,
-  routeSchema,
-  routeUpdateSchema,
 } from "../../sdk/contract";
+import { createEdgeApp } from "../../sdk/service/app";
+import { SqliteStore } from "../../sdk/service/store-sqlite";
+import type { Transport } from "../../sdk/transport";
 import { fromWire, toWire } from "../../provider/model/case";
 import {
-  MODULE_PROPERTY,
   checkRoute,
-  routeCanonical,
+  decodeRoute,
+  MODULE_PROPERTY,
   routeCreateRequest,
-  routeFromResponse,
+  routeOutputsOf,
 } from "../../provider/model/route";
-import type { RouteInputs } from "../../provider/model/types";
-import type { RouteStep } from "../../provider/plan/types";
+import type { RouteConfig, RouteOutputs } from "../../provider/model/types";
 
 export const EDGE_ID = "edghts_000000000000000000000000001";
 export const OTHER_EDGE_ID = "edghts_000000000000000000000000002";
@@ -119,113 +118,69 @@ export function allModulesWith(auth: (typeof AUTH_MODULES)[number]): Inputs {
 }
 
 /** What the provider's `check` makes of these route inputs (must be valid): the "desired" side. */
-export function desired(props: Inputs): RouteInputs {
+export function desired(props: Inputs): RouteConfig {
   const checked = checkRoute({ edgeId: EDGE_ID, matchType: "path_prefix", match: "/app", ...props });
   if (checked.failures.length > 0) throw new Error(`invalid sample: ${JSON.stringify(checked.failures)}`);
   return checked.inputs;
 }
 
-/** A module's canonical Pulumi-side value (defaults filled), e.g. to compare with outputs. */
+/** A module's canonical value (defaults filled), e.g. to compare with outputs. */
 export function canonicalModule(name: RouteModuleName, value: unknown): Inputs {
   return fromWire(ROUTE_MODULES[name].request.parse(toWire(value, [name])), [name]);
 }
 
-// ---------------------------------------------------------------- the service, as a pure model
+// ---------------------------------------------------------------- the real service, in memory
 
-/** A stored route: canonical wire fields, modules in request shape, null when not configured. */
-export type WireRoute = Record<string, unknown> & {
-  match_type: string;
-  match: string;
-  description: string;
-  metadata: string;
-};
-
-/** What the service stores for a create body (validated like the real service does). */
-export function storeCreate(body: unknown): WireRoute {
-  const parsed: RouteCreateCanonical = routeCreateSchema.parse(body);
-  const route: WireRoute = { ...parsed } as WireRoute;
-  for (const name of ROUTE_MODULE_NAMES) route[name] = parsed[name] ?? null;
-  assertOneAuth(route);
-  return route;
+/**
+ * The bundled service on an in-memory store, reached through a transport that hands requests to
+ * its app (no socket): the real rules, not a model of them. `failing(n)` makes the n-th mutating
+ * request from now on fail with a 500 before it reaches the service.
+ */
+function inMemoryService() {
+  const app = createEdgeApp({ store: SqliteStore.open(":memory:") });
+  let failIn = 0;
+  const transport: Transport = {
+    baseUrl: BASE_URL,
+    async send(request) {
+      if (request.method !== "GET" && failIn > 0 && --failIn === 0) {
+        return Response.json(
+          { error_code: "ERR_EDGE_500", status_code: 500, msg: "disk full", details: { operation_id: "op" } },
+          { status: 500 },
+        );
+      }
+      return app.fetch(request);
+    },
+  };
+  return {
+    client: new EdgeClient(transport),
+    failing(n: number) {
+      failIn = n;
+    },
+  };
 }
 
-function assertOneAuth(route: WireRoute): void {
-  const auth = AUTH_MODULES.filter((m) => route[m] != null);
-  if (auth.length > 1) throw new Error(`400: at most one of oauth, oidc, saml (got ${auth.join(", ")})`);
+export const service = inMemoryService();
+
+/** The route the service stores for these desired inputs, on an edge of its own. */
+export async function stored(want: RouteConfig): Promise<Route> {
+  const edge = await service.client.createHttpsEdge({});
+  return service.client.createRoute(edge.id, routeCreateRequest(want));
 }
 
 /**
- * One plan step against the stored route, with the API's rules: the PATCH body must be a valid
- * update; a present module replaces that module whole; at most one auth module at any time;
- * deleting a module that is not configured is a 404 (a correct plan never does it).
+ * The "current" side of a diff for a route the service answered, exactly as the faces build it
+ * (the response → outputs in state → decoded), on the edge the desired side names.
  */
-export function applyStep(route: WireRoute, step: RouteStep): WireRoute {
-  const next: WireRoute = { ...route };
-  if (step.op === "deleteModule") {
-    if (route[step.module] == null) throw new Error(`404: module ${step.module} is not configured`);
-    next[step.module] = null;
-    return next;
-  }
-  const parsed = routeUpdateSchema.safeParse(step.body);
-  if (!parsed.success) throw new Error(`400: invalid PATCH body ${JSON.stringify(step.body)}`);
-  for (const [key, value] of Object.entries(parsed.data)) {
-    if (value === undefined || value === null) continue; // absent or null: left unchanged
-    next[key] = value;
-  }
-  assertOneAuth(next);
-  return next;
+export function currentOf(route: Route, edgeId = EDGE_ID): RouteConfig {
+  return { ...decodeRoute(routeOutputsOf(route)), edge_id: edgeId };
 }
 
-/** The route resource the service returns for a stored route (response shapes, Refs, SAML fields). */
-export function respond(route: WireRoute, edgeId = EDGE_ID, id = ROUTE_ID): Route {
-  const uri = `${BASE_URL}/edges/https/${edgeId}/routes/${id}`;
-  const body: Record<string, unknown> = {
-    id,
-    edge_id: edgeId,
-    created_at: "2026-01-02T03:04:05Z",
-    uri,
-    match_type: route.match_type,
-    match: route.match,
-    description: route.description,
-    metadata: route.metadata,
-  };
-  for (const name of ROUTE_MODULE_NAMES) {
-    const m = route[name] as Record<string, any> | null;
-    if (m == null) body[name] = null;
-    else if (name === "backend")
-      body[name] = {
-        enabled: m.enabled,
-        backend: { id: m.backend_id, uri: `${BASE_URL}/backends/${m.backend_id}` },
-      };
-    else if (name === "circuit_breaker") body[name] = { ...m, num_buckets: m.num_buckets ?? 0 };
-    else if (name === "ip_restriction")
-      body[name] = {
-        enabled: m.enabled,
-        ip_policies: (m.ip_policy_ids as string[]).map((p) => ({
-          id: p,
-          uri: `${BASE_URL}/ip_policies/${p}`,
-        })),
-      };
-    else if (name === "saml")
-      body[name] = {
-        ...m,
-        entity_id: `${BASE_URL}/saml/${id}/metadata`,
-        metadata_url: `${BASE_URL}/saml/${id}/metadata`,
-        assertion_consumer_service_url: `${BASE_URL}/saml/${id}/acs`,
-        single_logout_url: `${BASE_URL}/saml/${id}/slo`,
-        request_signing_certificate_pem: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-      };
-    else body[name] = m;
-  }
-  return routeSchema.parse(body);
-}
-
-/** The "current" side of a diff for a stored route, exactly as the dynamic provider builds it. */
-export function currentOf(route: WireRoute): RouteInputs {
-  return routeCanonical(routeFromResponse(respond(route)));
+/** The outputs a face stores for the route the service makes of these desired inputs (on their edge). */
+export async function storedOutputs(want: RouteConfig): Promise<RouteOutputs> {
+  return { ...routeOutputsOf(await stored(want)), edgeId: want.edge_id };
 }
 
 /** The current side right after creating the route these desired inputs describe. */
-export function createdFrom(want: RouteInputs): RouteInputs {
-  return currentOf(storeCreate(routeCreateRequest(want)));
+export async function createdFrom(want: RouteConfig): Promise<RouteConfig> {
+  return currentOf(await stored(want), want.edge_id);
 }

@@ -14,7 +14,7 @@ import { EdgeClient } from "../../sdk/client";
 import type { Route } from "../../sdk/contract";
 import { type RunningServer, startServer } from "../../sdk/service/server";
 import { httpTransport } from "../../sdk/transport";
-import { routeCanonical, routeFromResponse } from "../../provider/model/route";
+import { decodeRoute, routeOutputsOf } from "../../provider/model/route";
 import { quiet, stateExport, stateFiles } from "../engine/support/harness";
 import { removeDir } from "../service/helpers";
 import { Tally } from "./fuzz";
@@ -156,8 +156,8 @@ async function serverView() {
   return { https, tls, routes };
 }
 
-/** A route's canonical inputs: comparable between the state (decrypted) and the server. */
-const comparable = (outputs: Record<string, any>) => routeCanonical(outputs);
+/** A route's configuration (the brain's value): comparable between the state (decrypted) and the server. */
+const comparable = (outputs: Record<string, any>) => decodeRoute(outputs);
 
 /** The state and the server hold exactly the same objects: no duplicate, nothing orphaned, same configuration. */
 async function expectStateMatchesServer(expectedRoutes: number) {
@@ -183,7 +183,7 @@ async function expectStateMatchesServer(expectedRoutes: number) {
   );
   for (const r of byKind("route")) {
     const stored = view.routes.find((s) => s.id === r.id)!;
-    expect([r.name, comparable(routeFromResponse(stored))]).toEqual([r.name, comparable(r.outputs)]);
+    expect([r.name, comparable(routeOutputsOf(stored))]).toEqual([r.name, comparable(r.outputs)]);
   }
   for (const r of byKind("tlsRestriction")) {
     const m = await direct.getTlsIpRestriction(r.id);

@@ -17,7 +17,9 @@ import { fromWire, toCamel, toWire } from "../../provider/model/case";
 import { MODULE_PROPERTY, routeCreateRequest } from "../../provider/model/route";
 import { containsUnknown, UNKNOWN } from "../../provider/model/unknown";
 import { providers } from "../../provider/runtime";
-import { createdFrom, EDGE_ID, ROUTE_ID } from "../provider/support";
+import { EDGE_ID, ROUTE_ID, storedOutputs } from "../provider/support";
+import { routeConfigOf } from "../../provider/model/route";
+import type { RouteInputs } from "../../provider/model/types";
 import {
   edgeBodyArb,
   type Json,
@@ -145,7 +147,8 @@ function serviceAccepts(kind: Kind, inputs: Record<string, unknown>): boolean {
   const { edgeId: _e, adopt: _a, __provider: _p, ...rest } = inputs;
   switch (kind) {
     case "httpsEdgeRoute":
-      return routeCreateSchema.safeParse(routeCreateRequest(inputs as never)).success;
+      return routeCreateSchema.safeParse(routeCreateRequest(routeConfigOf(inputs as unknown as RouteInputs)))
+        .success;
     case "tlsEdgeIpRestriction":
       return tlsIpRestrictionMutateSchema.safeParse(toWire(rest)).success;
     default:
@@ -214,28 +217,29 @@ test("valid inputs with one mutation: no throw; failures name the mutated proper
 });
 
 test("diff of accepted route inputs against a stored route always answers definitely", async () => {
-  const stored = createdFrom(
-    (
-      await checked(
-        "httpsEdgeRoute",
-        {},
-        { edgeId: EDGE_ID, matchType: "path_prefix", match: "/app", backend: { backendId: "b" } },
-      )
-    ).inputs as never,
+  const stored = await storedOutputs(
+    routeConfigOf(
+      (
+        await checked(
+          "httpsEdgeRoute",
+          {},
+          { edgeId: EDGE_ID, matchType: "path_prefix", match: "/app", backend: { backendId: "b" } },
+        )
+      ).inputs as unknown as RouteInputs,
+    ),
   );
   await fc.assert(
     fc.asyncProperty(VALID.httpsEdgeRoute, mutationArb, fc.boolean(), async (valid, mutation, mutated) => {
       const news = mutated ? mutate(valid, mutation).body : valid;
       const { inputs, failures } = await checked("httpsEdgeRoute", {}, news);
       if (failures.length > 0) return;
-      const olds = { ...stored, routeId: ROUTE_ID, uri: "u", createdAt: "c" };
-      const diff = await providers.httpsEdgeRoute.diff!(ROUTE_ID, olds as never, inputs as never);
+      const diff = await providers.httpsEdgeRoute.diff!(ROUTE_ID, stored, inputs as never);
       expect(typeof diff.changes).toBe("boolean");
       expect(Array.isArray(diff.replaces)).toBe(true);
       // The same inputs against themselves (as stored): no change.
       const same = await providers.httpsEdgeRoute.diff!(
         ROUTE_ID,
-        { ...createdFrom(inputs as never), routeId: ROUTE_ID } as never,
+        await storedOutputs(routeConfigOf(inputs as unknown as RouteInputs)),
         inputs as never,
       );
       if (!containsUnknown(inputs)) expect([safe(inputs), same.changes]).toEqual([safe(inputs), false]);
