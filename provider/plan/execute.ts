@@ -38,13 +38,23 @@ export class PlanStepError extends Error {
 
 const errorText = (e: unknown) => (e instanceof Error ? e.message : String(e)).replace(/\.$/, "");
 
-/** Runs the steps in order; a failure of a plan of more than one step becomes a PlanStepError. */
+/** Where the executor says what it does: the engine's log of the resource (see lifecycle). */
+export interface StepLog {
+  info(message: string): void;
+}
+
+/**
+ * Runs the steps in order, each said first with its reason; a failure of a plan of more than one
+ * step becomes a PlanStepError.
+ */
 async function runSteps<S extends PlanStep>(
   target: PlanStepError["target"],
   steps: readonly S[],
   run: (step: S) => Promise<void>,
+  log?: StepLog,
 ) {
   for (const [i, step] of steps.entries()) {
+    log?.info(`${target.kind} ${target.id}: step ${i + 1} of ${steps.length}: ${describeStep(step)}`);
     try {
       await run(step);
     } catch (e) {
@@ -69,16 +79,22 @@ export async function applyRoutePlan(
   edgeId: string,
   routeId: string,
   plan: RoutePlan,
+  log?: StepLog,
 ): Promise<Route> {
   let route: Route | undefined;
-  await runSteps({ kind: "route", id: routeId }, plan.steps, async (step) => {
-    if (step.op === "patch") {
-      route = await client.updateRoute(edgeId, routeId, step.body);
-    } else {
-      await deleteIgnoringNotFound(() => client.deleteRouteModule(edgeId, routeId, step.module));
-      if (route) route = { ...route, [step.module]: null };
-    }
-  });
+  await runSteps(
+    { kind: "route", id: routeId },
+    plan.steps,
+    async (step) => {
+      if (step.op === "patch") {
+        route = await client.updateRoute(edgeId, routeId, step.body);
+      } else {
+        await deleteIgnoringNotFound(() => client.deleteRouteModule(edgeId, routeId, step.module));
+        if (route) route = { ...route, [step.module]: null };
+      }
+    },
+    log,
+  );
   return route ?? client.getRoute(edgeId, routeId);
 }
 
@@ -87,10 +103,16 @@ export async function applyTlsIpRestrictionPlan(
   client: EdgeClient,
   edgeId: string,
   plan: TlsIpRestrictionPlan,
+  log?: StepLog,
 ): Promise<TlsIpRestriction> {
   let module: TlsIpRestriction | undefined;
-  await runSteps({ kind: "IP restriction of TLS edge", id: edgeId }, plan.steps, async (step) => {
-    module = await client.putTlsIpRestriction(edgeId, step.body);
-  });
+  await runSteps(
+    { kind: "IP restriction of TLS edge", id: edgeId },
+    plan.steps,
+    async (step) => {
+      module = await client.putTlsIpRestriction(edgeId, step.body);
+    },
+    log,
+  );
   return module ?? client.getTlsIpRestriction(edgeId);
 }

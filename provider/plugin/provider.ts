@@ -9,6 +9,7 @@ import { operation } from "../engine/call";
 import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind, TYPE_NAMES } from "../lifecycle";
 import { isProps } from "../model/check";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+import type { PropertyChange } from "../plan/detail";
 import { buildSchema, PACKAGE } from "./schema";
 import { conceal, reveal, secretProperties } from "./secrets";
 
@@ -81,10 +82,25 @@ export class EdgeProvider implements provider.Provider {
     return Promise.resolve({ inputs: this.concealed(kind, inputs, news), failures });
   }
 
+  /** The detailed diff of the last Diff of each resource, until serve.ts puts it on the wire. */
+  private readonly detailed = new Map<string, PropertyChange[]>();
+
   diff(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.DiffResult> {
-    const { changed, replaces } = LIFECYCLES[kindOf(urn)].diff(reveal(olds), reveal(news) as never, id);
+    const { changed, replaces, changes } = LIFECYCLES[kindOf(urn)].diff(
+      reveal(olds),
+      reveal(news) as never,
+      id,
+    );
+    this.detailed.set(urn, changes);
     // No create-before-delete clash exists: a replacement lives on another edge (or is another edge).
     return Promise.resolve({ changes: changed.length > 0, replaces, deleteBeforeReplace: false });
+  }
+
+  /** What the last Diff of `urn` changes, leaf by leaf (the framework's DiffResult has no room for it). */
+  takeDetailedDiff(urn: string): PropertyChange[] | undefined {
+    const changes = this.detailed.get(urn);
+    this.detailed.delete(urn);
+    return changes;
   }
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {

@@ -1,16 +1,19 @@
 /**
  * Serves EdgeProvider over Pulumi's provider protocol with `@pulumi/pulumi/provider`'s `main`,
- * mending two gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
+ * mending three gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
  * - its Configure answers without handing the configuration to the provider: we read the
  *   request's args and variables first, then let it answer (accepting secrets);
  * - its Read calls `getProperties().toJavaScript()`, and an import sends no properties: we give
- *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`.
+ *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`;
+ * - its DiffResult has no detailed diff: we put the plan's, property path by path, on the answer,
+ *   so a preview shows exactly what will change and whether it replaces.
  * Both by wrapping the service implementation handed to grpc-js, nothing else.
  */
 import * as pulumiProvider from "@pulumi/pulumi/provider";
 import { connectEngineLog } from "../engine/log";
 import { fromPulumi } from "../engine/pulumi-internals";
 import { exitWhenEngineGone } from "../engine/watchdog";
+import type { PropertyChange } from "../plan/detail";
 import type { EdgeProvider } from "./provider";
 
 type Call = { request: Record<string, (...a: unknown[]) => unknown> };
@@ -31,6 +34,7 @@ function mendServer(edge: EdgeProvider): void {
     }
     const configure = handlers.configure;
     const read = handlers.read;
+    const diff = handlers.diff;
     if (configure) {
       handlers.configure = (call, callback) => {
         try {
@@ -52,8 +56,42 @@ function mendServer(edge: EdgeProvider): void {
         read(call, callback);
       };
     }
+    if (diff) {
+      handlers.diff = (call, callback) => {
+        const urn = call.request.getUrn!() as string;
+        diff(call, (err, answer) => {
+          const changes = edge.takeDetailedDiff(urn);
+          if (!err && changes && answer) withDetailedDiff(answer, changes);
+          callback(err, answer);
+        });
+      };
+    }
     addService.call(this, service, handlers);
   };
+}
+
+interface ProviderProto {
+  PropertyDiff: new () => { setKind(k: number): void; setInputdiff(v: boolean): void };
+}
+interface DiffAnswer {
+  getDetaileddiffMap(): { set(key: string, value: unknown): void };
+  setHasdetaileddiff(v: boolean): void;
+}
+
+/** Puts `changes` on a DiffResponse as its detailed diff (input paths, replacing or not). */
+function withDetailedDiff(answer: unknown, changes: PropertyChange[]): void {
+  const { PropertyDiff } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
+  // PropertyDiff.Kind: ADD, ADD_REPLACE, DELETE, DELETE_REPLACE, UPDATE, UPDATE_REPLACE.
+  const KIND = { add: 0, delete: 2, update: 4 } as const;
+  const response = answer as DiffAnswer;
+  const map = response.getDetaileddiffMap();
+  for (const change of changes) {
+    const diff = new PropertyDiff();
+    diff.setKind(KIND[change.kind] + (change.replace ? 1 : 0));
+    diff.setInputdiff(true);
+    map.set(change.path, diff);
+  }
+  response.setHasdetaileddiff(true);
 }
 
 /** The engine's address among the plugin's arguments (`host:port`; flags may come first). */
