@@ -4,6 +4,7 @@
  * default comes from the contract's schemas; the rules stated here are stated nowhere else.
  */
 import {
+  byModule,
   type ModuleRequest,
   type ModuleRequestInput,
   moduleRequestOf,
@@ -24,9 +25,7 @@ import type { ModuleProperty, RouteConfig, RouteInputs, RouteOutputs } from "./t
 import { containsUnknown } from "./unknown";
 
 /** Pulumi property name of each route module (`ip_restriction` → `ipRestriction`). */
-export const MODULE_PROPERTY = Object.fromEntries(ROUTE_MODULE_NAMES.map((m) => [m, toCamel(m)])) as {
-  [M in RouteModuleName]: ModuleProperty<M>;
-};
+export const MODULE_PROPERTY = byModule<{ [M in RouteModuleName]: ModuleProperty<M> }>(toCamel);
 
 /**
  * Modules that carry a credential (webhook `secret`, OAuth and OIDC `client_secret`): their

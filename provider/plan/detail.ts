@@ -3,6 +3,7 @@
  * `requestHeaders.add["X-Foo"]`): the detailed diff a preview shows, computed from the brain's two
  * values (the wire's canonical shapes) and named in the program's terms.
  */
+import { formatPath } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import { camelPath } from "../model/case";
 import { deepEqual } from "../model/canonical";
@@ -18,18 +19,8 @@ export interface PropertyChange {
   replace: boolean;
 }
 
-/** A path of wire names → the Pulumi path of the same property. */
-export function propertyPath(wire: ReadonlyArray<string | number>): string {
-  return camelPath(wire)
-    .map((seg, i) =>
-      typeof seg === "number"
-        ? `[${seg}]`
-        : /^[A-Za-z_$][\w$]*$/.test(String(seg))
-          ? `${i === 0 ? "" : "."}${String(seg)}`
-          : `[${JSON.stringify(String(seg))}]`,
-    )
-    .join("");
-}
+/** A path of wire names → the Pulumi path of the same property (the contract's path notation). */
+export const propertyPath = (wire: ReadonlyArray<string | number>): string => formatPath(camelPath(wire));
 
 /**
  * The leaves that differ between `current` and `desired` under `fields` (wire names at the top),

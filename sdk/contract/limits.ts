@@ -28,6 +28,7 @@ export const ID_PREFIX = {
 export const ID_RANDOM_LENGTH = 27;
 
 export const MATCH_TYPES = ["exact_path", "path_prefix"] as const;
+export type MatchType = (typeof MATCH_TYPES)[number];
 
 export const DEFAULT_COOKIE_PREFIX = "edge.";
 

@@ -324,7 +324,7 @@ export const oauthProviderSchema = z
     { error: "must be an object with exactly one identity provider (github, google, ...)" },
   )
   .superRefine((v, ctx) => {
-    const configured = OAUTH_PROVIDER_KEYS.filter((k) => (v as Record<string, unknown>)[k] != null);
+    const configured = OAUTH_PROVIDER_KEYS.filter((k) => v[k] != null);
     if (configured.length !== 1) {
       ctx.addIssue({
         code: "custom",
@@ -454,6 +454,17 @@ export const ROUTE_MODULES = {
 
 export type RouteModuleName = keyof typeof ROUTE_MODULES;
 export const ROUTE_MODULE_NAMES = Object.keys(ROUTE_MODULES) as RouteModuleName[];
+
+/**
+ * An object `T` with one entry per module, each computed by `entry` for its module. TypeScript
+ * cannot check that each key gets its own value's type (a generic key indexes a union), so the
+ * caller states `T` and this is the one place that builds such maps.
+ */
+export function byModule<T extends { [M in RouteModuleName]: unknown }>(
+  entry: (module: RouteModuleName) => unknown,
+): T {
+  return Object.fromEntries(ROUTE_MODULE_NAMES.map((m) => [m, entry(m)])) as T;
+}
 export function isRouteModuleName(name: string): name is RouteModuleName {
   return Object.hasOwn(ROUTE_MODULES, name);
 }
@@ -461,8 +472,7 @@ export function isRouteModuleName(name: string): name is RouteModuleName {
 /** Modules that authenticate end users; a route carries at most one of them. */
 export const AUTH_MODULES = ["oauth", "oidc", "saml"] as const satisfies readonly RouteModuleName[];
 export type AuthModuleName = (typeof AUTH_MODULES)[number];
-export const isAuthModule = (name: string): name is AuthModuleName =>
-  (AUTH_MODULES as readonly string[]).includes(name);
+export const isAuthModule = (name: string): name is AuthModuleName => AUTH_MODULES.some((m) => m === name);
 
 /**
  * gaps.md: at most one of oauth, oidc and saml on a route at a time. `configured` are the

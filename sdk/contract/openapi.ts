@@ -8,11 +8,11 @@
 import { z } from "zod";
 import { ERROR_CODES, errorBodySchema, OPERATION_ID_HEADER, REPLAYED_HEADER } from "./errors";
 import { ID_PATTERN, MAX_BODY_BYTES } from "./limits";
-import { ROUTE_MODULE_NAMES } from "./modules";
 import {
   ALL_OPERATIONS,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
+  MODULE_OPERATIONS,
   type Operation,
   OPERATIONS,
 } from "./operations";
@@ -161,12 +161,7 @@ function createLinks(): Record<string, Json> {
     ),
     [OPERATIONS.routes.create.id]: links(
       on(
-        [
-          OPERATIONS.routes.get,
-          OPERATIONS.routes.update,
-          OPERATIONS.routes.delete,
-          ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values(OPERATIONS.modules[m])),
-        ],
+        [OPERATIONS.routes.get, OPERATIONS.routes.update, OPERATIONS.routes.delete, ...MODULE_OPERATIONS],
         routeIds,
       ),
     ),

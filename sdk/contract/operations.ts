@@ -12,7 +12,7 @@ import {
   tlsEdgeListSchema,
   tlsEdgeSchema,
 } from "./edges";
-import { ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
+import { byModule, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { routeCreateBodySchema, routeListSchema, routeSchema, routeUpdateSchema } from "./routes";
 import { acceptsEmptyBody, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } from "./wire";
 
@@ -241,9 +241,7 @@ export const OPERATIONS = {
       errors: [404],
     }),
   },
-  modules: Object.fromEntries(ROUTE_MODULE_NAMES.map((m) => [m, moduleOperations(m)])) as {
-    [M in RouteModuleName]: ReturnType<typeof moduleOperations<M>>;
-  },
+  modules: byModule<{ [M in RouteModuleName]: ReturnType<typeof moduleOperations<M>> }>(moduleOperations),
   tlsIpRestriction: {
     put: op({
       id: "put_tls_ip_restriction",
@@ -304,12 +302,18 @@ export const OPERATIONS = {
   },
 } as const;
 
+/** The three operations of every route module's sub-resource. */
+export const MODULE_OPERATIONS: readonly Operation[] = ROUTE_MODULE_NAMES.flatMap((m): Operation[] => {
+  const { put, get, delete: del } = OPERATIONS.modules[m];
+  return [put, get, del];
+});
+
 /** Every operation, in the order of the API document. */
 export const ALL_OPERATIONS: readonly Operation[] = [
   ...Object.values(OPERATIONS.https),
   ...Object.values(OPERATIONS.tls),
   ...Object.values(OPERATIONS.routes),
-  ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values(OPERATIONS.modules[m])),
+  ...MODULE_OPERATIONS,
   ...Object.values(OPERATIONS.tlsIpRestriction),
   OPERATIONS.meta.openapi,
 ];

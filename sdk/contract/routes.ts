@@ -1,7 +1,13 @@
 /** HTTPS edge routes: create/update request bodies, the route resource, its list page. */
 import { z } from "zod";
 import { DESCRIPTION_MAX_BYTES, MATCH_TYPES, METADATA_MAX_BYTES } from "./limits";
-import { authModuleProblem, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
+import {
+  authModuleProblem,
+  byModule,
+  ROUTE_MODULE_NAMES,
+  ROUTE_MODULES,
+  type RouteModuleName,
+} from "./modules";
 
 const utf8 = new TextEncoder();
 /** A string limited in UTF-8 bytes (not characters), as the contract's limits are. */
@@ -27,9 +33,9 @@ export const matchSchema = z
 type ModuleFields<Mode extends "request"> = {
   [M in RouteModuleName]: z.ZodOptional<z.ZodNullable<(typeof ROUTE_MODULES)[M][Mode]>>;
 };
-const moduleRequestFields = Object.fromEntries(
-  ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].request.nullable().optional()]),
-) as unknown as ModuleFields<"request">;
+const moduleRequestFields = byModule<ModuleFields<"request">>((name) =>
+  ROUTE_MODULES[name].request.nullable().optional(),
+);
 
 const routeCreateFields = {
   match_type: matchTypeSchema,
@@ -94,9 +100,9 @@ export type RouteUpdateCanonical = z.output<typeof routeUpdateSchema>;
 type ModuleResponseFields = {
   [M in RouteModuleName]: z.ZodNullable<(typeof ROUTE_MODULES)[M]["response"]>;
 };
-const moduleResponseFields = Object.fromEntries(
-  ROUTE_MODULE_NAMES.map((name) => [name, ROUTE_MODULES[name].response.nullable()]),
-) as unknown as ModuleResponseFields;
+const moduleResponseFields = byModule<ModuleResponseFields>((name) =>
+  ROUTE_MODULES[name].response.nullable(),
+);
 
 /** The route resource, as returned by create, get, update and list. Unconfigured modules are null. */
 export const routeSchema = z.object({

@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { Problem } from "./errors";
 import { tlsIpRestrictionMutateSchema } from "./edges";
 import { PAGE_LIMIT_MAX } from "./limits";
-import { idSchema, ROUTE_MODULES, type RouteModuleName } from "./modules";
+import { byModule, idSchema, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { pathEchoSchema } from "./routes";
 
 /** Path identifiers of an operation, by the name a body may repeat them under. */
@@ -48,9 +48,9 @@ export function moduleBodySchema<S extends z.ZodType>(module: S, ids: ReadonlyAr
 }
 
 /** The body schema of `PUT /edges/https/{edge_id}/routes/{id}/{module}`, one per module. */
-export const ROUTE_MODULE_BODIES = Object.fromEntries(
-  Object.entries(ROUTE_MODULES).map(([name, m]) => [name, moduleBodySchema(m.request, ["edge_id", "id"])]),
-) as unknown as Record<RouteModuleName, ModuleBodySchema>;
+export const ROUTE_MODULE_BODIES = byModule<Record<RouteModuleName, ModuleBodySchema>>((name) =>
+  moduleBodySchema(ROUTE_MODULES[name].request, ["edge_id", "id"]),
+);
 
 /** The body schema of `PUT /edges/tls/{id}/ip_restriction`. */
 export const tlsIpRestrictionBodySchema = moduleBodySchema(tlsIpRestrictionMutateSchema, ["id"]);
@@ -86,11 +86,7 @@ export function unwrapModule<T>(body: T | { module: T; edge_id?: string; id?: st
 export function acceptsEmptyBody(module: RouteModuleName): boolean {
   return EMPTY_OK.has(module);
 }
-const EMPTY_OK = new Set(
-  (Object.keys(ROUTE_MODULES) as RouteModuleName[]).filter(
-    (m) => ROUTE_MODULES[m].request.safeParse({}).success,
-  ),
-);
+const EMPTY_OK = new Set(ROUTE_MODULE_NAMES.filter((m) => ROUTE_MODULES[m].request.safeParse({}).success));
 
 const LIMIT_TEXT = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
 /**

@@ -36,6 +36,7 @@ import {
 } from "../contract";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
+import type { StoredIpPolicy } from "./rows";
 import {
   type EdgeKind,
   type EdgeRow,
@@ -169,11 +170,11 @@ export class EdgeService {
           const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row, made)));
           await this.ensureSamlKey(tx, row.id, row.modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
-          return (await this.renderRoutes(tx, [{ seq, ...row }], ctx))[0]!;
+          return await this.renderOne(tx, { seq, ...row }, ctx);
         },
         // The request's digest names the edge: the route found is under edgeId.
         existing: async (found) =>
-          (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, found.id)], ctx))[0]!,
+          await this.renderOne(tx, await this.requireRoute(tx, edgeId, found.id), ctx),
       }),
     );
   }
@@ -196,7 +197,7 @@ export class EdgeService {
 
   getRoute(edgeId: string, id: string, ctx: RequestContext): Promise<Route> {
     return this.store.read(
-      async (tx) => (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, id)], ctx))[0]!,
+      async (tx) => await this.renderOne(tx, await this.requireRoute(tx, edgeId, id), ctx),
     );
   }
 
@@ -235,7 +236,7 @@ export class EdgeService {
       assertOneAuthModule(next.modules, modules);
       await uniqueMatch(next, () => tx.updateRoute(id, next));
       await this.ensureSamlKey(tx, id, modules);
-      return (await this.renderRoutes(tx, [next], ctx))[0]!;
+      return await this.renderOne(tx, next, ctx);
     });
   }
 
@@ -257,14 +258,14 @@ export class EdgeService {
       assertOneAuthModule(next.modules, { [module]: config });
       await tx.updateRoute(id, next); // only modules change: no unique key is touched
       await this.ensureSamlKey(tx, id, { [module]: config });
-      return (await this.renderRoutes(tx, [next], ctx))[0]![module];
+      return (await this.renderOne(tx, next, ctx))[module];
     });
   }
 
   getModule(edgeId: string, id: string, name: string, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
     return this.store.read(async (tx) => {
-      const route = (await this.renderRoutes(tx, [await this.requireRoute(tx, edgeId, id)], ctx))[0]!;
+      const route = await this.renderOne(tx, await this.requireRoute(tx, edgeId, id), ctx);
       if (route[module] === null)
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       return route[module];
@@ -291,7 +292,7 @@ export class EdgeService {
    * the module that key made, as it is now).
    */
   putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): Promise<TlsIpRestriction> {
-    const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as IpPolicyConfig;
+    const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as StoredIpPolicy;
     const put = async (tx: StoreTx, made?: CreateMark) => {
       await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config, made), "TLS edge");
       return renderIpPolicy(config, ctx);
@@ -331,7 +332,7 @@ export class EdgeService {
     const config = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
     if (config === undefined)
       throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
-    return renderIpPolicy(config as IpPolicyConfig, ctx);
+    return renderIpPolicy(config, ctx);
   }
 
   async deleteTlsIpRestriction(edgeId: string): Promise<void> {
@@ -444,7 +445,7 @@ export class EdgeService {
     const restriction = (await tx.getTlsRestrictions([row.id])).get(row.id);
     return {
       ...base,
-      ip_restriction: restriction ? renderIpPolicy(restriction as IpPolicyConfig, ctx) : null,
+      ip_restriction: restriction ? renderIpPolicy(restriction, ctx) : null,
     };
   }
 
@@ -452,46 +453,61 @@ export class EdgeService {
     const certs = await tx.getSamlCertificates(
       rows.filter((r) => r.modules.saml !== undefined).map((r) => r.id),
     );
-    return rows.map((row) => {
-      const configured = row.modules;
-      const route: Record<string, unknown> = {
-        id: row.id,
-        edge_id: row.edge_id,
-        created_at: row.created_at,
-        uri: `${ctx.baseUrl}/edges/https/${row.edge_id}/routes/${row.id}`,
-        match_type: row.match_type,
-        match: row.match,
-        description: row.description,
-        metadata: row.metadata,
-      };
-      const render = { baseUrl: ctx.baseUrl, routeId: row.id, samlCertificatePem: certs.get(row.id) ?? "" };
-      for (const name of ROUTE_MODULE_NAMES) {
-        const config = configured[name];
-        // Stored configurations are canonical request shapes (parsed by the contract when written).
-        route[name] =
-          config === undefined ? null : renderModule(name, config as ModuleRequest<typeof name>, render);
-      }
-      return route as Route;
-    });
+    return rows.map((row) => renderRoute(row, certs.get(row.id) ?? "", ctx));
+  }
+
+  private async renderOne(tx: StoreTx, row: RouteRow, ctx: RequestContext): Promise<Route> {
+    const certs = row.modules.saml === undefined ? undefined : await tx.getSamlCertificates([row.id]);
+    return renderRoute(row, certs?.get(row.id) ?? "", ctx);
   }
 }
 
 // ---------------------------------------------------------------- rendering and rules
 
-interface IpPolicyConfig {
-  enabled: boolean;
-  ip_policy_ids: string[];
-}
-
-function renderIpPolicy(c: IpPolicyConfig, ctx: RequestContext) {
+function renderIpPolicy(c: StoredIpPolicy, ctx: RequestContext) {
   return ipPolicyMapping.render(c, { baseUrl: ctx.baseUrl, routeId: "", samlCertificatePem: "" });
 }
 
+/** The route resource of a stored route: its fields, each module rendered (null when unconfigured). */
+function renderRoute(row: RouteRow, samlCertificatePem: string, ctx: RequestContext): Route {
+  const render = { baseUrl: ctx.baseUrl, routeId: row.id, samlCertificatePem };
+  const module = <M extends RouteModuleName>(name: M) => {
+    const config = row.modules[name];
+    return config === undefined ? null : renderModule(name, config, render);
+  };
+  return {
+    id: row.id,
+    edge_id: row.edge_id,
+    created_at: row.created_at,
+    uri: `${ctx.baseUrl}/edges/https/${row.edge_id}/routes/${row.id}`,
+    match_type: row.match_type,
+    match: row.match,
+    description: row.description,
+    metadata: row.metadata,
+    backend: module("backend"),
+    ip_restriction: module("ip_restriction"),
+    circuit_breaker: module("circuit_breaker"),
+    compression: module("compression"),
+    request_headers: module("request_headers"),
+    response_headers: module("response_headers"),
+    webhook_verification: module("webhook_verification"),
+    oauth: module("oauth"),
+    saml: module("saml"),
+    oidc: module("oidc"),
+    websocket_tcp_converter: module("websocket_tcp_converter"),
+    user_agent_filter: module("user_agent_filter"),
+    traffic_policy: module("traffic_policy"),
+  };
+}
+
+/** Module fields of a parsed create or update body. */
+type ModuleFields = { [M in RouteModuleName]?: ModuleRequest<M> | null };
+
 /** The non-null module objects of a create or update body. */
-function pickModules(body: Record<string, unknown>): ModuleConfigs {
-  const out: ModuleConfigs = {};
-  for (const name of ROUTE_MODULE_NAMES) if (body[name] != null) out[name] = body[name];
-  return out;
+function pickModules(body: ModuleFields): ModuleConfigs {
+  return Object.fromEntries(
+    ROUTE_MODULE_NAMES.flatMap((n) => (body[n] != null ? [[n, body[n]]] : [])),
+  );
 }
 
 /** The contract's one-auth-module rule, on the modules a write leaves the route with. */

@@ -24,7 +24,6 @@ import {
   type EdgeRow,
   type CreatedObject,
   type CreateMark,
-  type ModuleConfigs,
   type RouteChanges,
   type RouteRow,
   type Store,
@@ -34,6 +33,15 @@ import {
   StoreUnavailable,
   UniqueViolation,
 } from "./store";
+import {
+  createdObject,
+  edgeRow,
+  encodeJson,
+  ipPolicyOf,
+  type Raw,
+  routeRow,
+  type StoredIpPolicy,
+} from "./rows";
 
 /** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
 function createMarkColumns(table: string): string {
@@ -132,7 +140,6 @@ export interface PostgresStoreOptions {
   log?: (line: string) => void;
 }
 
-type Raw = Record<string, unknown>;
 type Value = string | number | Buffer | null;
 
 /** The URL without its password, for logs and messages. */
@@ -186,15 +193,6 @@ function translate(e: unknown): unknown {
 /** A transaction may be retried whole: deadlock, serialization failure. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
-const edgeFromRaw = (r: Raw): EdgeRow => ({
-  ...(r as unknown as EdgeRow),
-  hostports: JSON.parse(String(r.hostports)) as string[],
-});
-const routeFromRaw = (r: Raw): RouteRow => ({
-  ...(r as unknown as RouteRow),
-  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
-});
-
 /** The statements of one transaction on one pooled connection. */
 export class PgTx implements StoreTx {
   constructor(
@@ -229,7 +227,7 @@ export class PgTx implements StoreTx {
         e.kind,
         bytes(e.description),
         bytes(e.metadata),
-        JSON.stringify(e.hostports),
+        encodeJson(e.hostports),
         e.created_at,
         made?.key ?? null,
         made?.request ?? null,
@@ -242,7 +240,7 @@ export class PgTx implements StoreTx {
     // after them, or leaves them nothing to find), and a route's insert locks the edge through
     // its foreign key. A lock here would write the edge's row at every PATCH of any of its routes.
     const [r] = await this.q("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", [id, kind]);
-    return r ? edgeFromRaw(r) : undefined;
+    return r ? edgeRow(r) : undefined;
   }
 
   async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
@@ -251,7 +249,7 @@ export class PgTx implements StoreTx {
       "SELECT * FROM edges WHERE kind = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
       [kind, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
     );
-    return rows.map(edgeFromRaw);
+    return rows.map(edgeRow);
   }
 
   async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
@@ -270,7 +268,7 @@ export class PgTx implements StoreTx {
         bytes(r.description),
         bytes(r.metadata),
         r.created_at,
-        JSON.stringify(r.modules),
+        encodeJson(r.modules),
         made?.key ?? null,
         made?.request ?? null,
       ],
@@ -286,7 +284,7 @@ export class PgTx implements StoreTx {
           edgeId,
         ])
       : await this.q("route_get", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId]);
-    return r ? routeFromRaw(r) : undefined;
+    return r ? routeRow(r) : undefined;
   }
 
   async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
@@ -295,14 +293,14 @@ export class PgTx implements StoreTx {
       "SELECT * FROM routes WHERE edge_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
       [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
     );
-    return rows.map(routeFromRaw);
+    return rows.map(routeRow);
   }
 
   async updateRoute(id: string, c: RouteChanges): Promise<void> {
     await this.q(
       "route_update",
       "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
-      [c.match_type, bytes(c.match), bytes(c.description), bytes(c.metadata), JSON.stringify(c.modules), id],
+      [c.match_type, bytes(c.match), bytes(c.description), bytes(c.metadata), encodeJson(c.modules), id],
     );
   }
 
@@ -333,24 +331,24 @@ export class PgTx implements StoreTx {
     );
   }
 
-  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>> {
-    const out = new Map<string, unknown>();
+  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, StoredIpPolicy>> {
+    const out = new Map<string, StoredIpPolicy>();
     if (edgeIds.length === 0) return out;
     const rows = await this.arrayQuery(
       "tls_get",
       "SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id = ANY($1)",
       edgeIds,
     );
-    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
+    for (const r of rows) out.set(String(r.edge_id), ipPolicyOf(r));
     return out;
   }
 
-  async putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void> {
+  async putTlsRestriction(edgeId: string, config: StoredIpPolicy, made?: CreateMark): Promise<void> {
     // An existing module keeps the mark of the create that made it.
     await this.q(
       "tls_put",
       "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES ($1, $2, $3, $4) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-      [edgeId, JSON.stringify(config), made?.key ?? null, made?.request ?? null],
+      [edgeId, encodeJson(config), made?.key ?? null, made?.request ?? null],
     );
   }
 
@@ -369,7 +367,7 @@ export class PgTx implements StoreTx {
 
   async findCreated(key: string): Promise<CreatedObject | undefined> {
     const [r] = await this.q("find_created", FIND_CREATED, [key]);
-    return r ? (r as unknown as CreatedObject) : undefined;
+    return r ? createdObject(r) : undefined;
   }
 
   /** A statement whose one parameter is a text array. */

@@ -14,7 +14,6 @@ import {
   type EdgeRow,
   type CreatedObject,
   type CreateMark,
-  type ModuleConfigs,
   type RouteChanges,
   type RouteRow,
   type Store,
@@ -22,6 +21,15 @@ import {
   type StoreTx,
   UniqueViolation,
 } from "./store";
+import {
+  createdObject,
+  edgeRow,
+  encodeJson,
+  ipPolicyOf,
+  type Raw,
+  routeRow,
+  type StoredIpPolicy,
+} from "./rows";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
 
@@ -126,16 +134,6 @@ export interface StoreOptions {
   rewindWalAbovePages?: number;
 }
 
-type Raw = Record<string, unknown>;
-const edgeFromRaw = (r: Raw): EdgeRow => ({
-  ...(r as unknown as EdgeRow),
-  hostports: JSON.parse(String(r.hostports)) as string[],
-});
-const routeFromRaw = (r: Raw): RouteRow => ({
-  ...(r as unknown as RouteRow),
-  modules: JSON.parse(String(r.modules)) as ModuleConfigs,
-});
-
 export class SqliteStore implements Store, StoreTx {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
@@ -199,8 +197,7 @@ export class SqliteStore implements Store, StoreTx {
       this.db
         .transaction(() => {
           this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-          const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as
-            Raw | undefined;
+          const row = this.one("SELECT value FROM meta WHERE key = 'schema_version'");
           const current = row ? Number(row.value) : 0;
           if (current > SCHEMA_VERSION) {
             throw new Error(
@@ -237,6 +234,16 @@ export class SqliteStore implements Store, StoreTx {
       this.statements.set(source, statement);
     }
     return statement;
+  }
+
+  /** The first row of a statement, or undefined (libsql types rows as unknown). */
+  private one(source: string, ...args: unknown[]): Raw | undefined {
+    return this.sql(source).get(...args) as Raw | undefined;
+  }
+
+  /** Every row of a statement. */
+  private all(source: string, ...args: unknown[]): Raw[] {
+    return this.sql(source).all(...args) as Raw[];
   }
 
   /**
@@ -348,7 +355,7 @@ export class SqliteStore implements Store, StoreTx {
       e.kind,
       e.description,
       e.metadata,
-      JSON.stringify(e.hostports),
+      encodeJson(e.hostports),
       e.created_at,
       made?.key ?? null,
       made?.request ?? null,
@@ -356,18 +363,18 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
-    const r = this.sql("SELECT * FROM edges WHERE id = ? AND kind = ?").get(id, kind) as Raw | undefined;
-    return r ? edgeFromRaw(r) : undefined;
+    const r = this.one("SELECT * FROM edges WHERE id = ? AND kind = ?", id, kind);
+    return r ? edgeRow(r) : undefined;
   }
 
   /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
   async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
-    const rows = this.sql("SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+    return this.all(
+      "SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
       kind,
       beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
-    ) as Raw[];
-    return rows.map(edgeFromRaw);
+    ).map(edgeRow);
   }
 
   async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
@@ -390,7 +397,7 @@ export class SqliteStore implements Store, StoreTx {
           r.description,
           r.metadata,
           r.created_at,
-          JSON.stringify(r.modules),
+          encodeJson(r.modules),
           made?.key ?? null,
           made?.request ?? null,
         ).lastInsertRowid,
@@ -401,18 +408,17 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
-    const r = this.sql("SELECT * FROM routes WHERE id = ? AND edge_id = ?").get(id, edgeId) as
-      Raw | undefined;
-    return r ? routeFromRaw(r) : undefined;
+    const r = this.one("SELECT * FROM routes WHERE id = ? AND edge_id = ?", id, edgeId);
+    return r ? routeRow(r) : undefined;
   }
 
   async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
-    const rows = this.sql("SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?").all(
+    return this.all(
+      "SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
       edgeId,
       beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
-    ) as Raw[];
-    return rows.map(routeFromRaw);
+    ).map(routeRow);
   }
 
   /** Writes a route's fields and its whole set of modules (one row). */
@@ -420,7 +426,7 @@ export class SqliteStore implements Store, StoreTx {
     try {
       this.sql(
         "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
-      ).run(c.match_type, c.match, c.description, c.metadata, JSON.stringify(c.modules), id);
+      ).run(c.match_type, c.match, c.description, c.metadata, encodeJson(c.modules), id);
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
@@ -435,9 +441,10 @@ export class SqliteStore implements Store, StoreTx {
   async getSamlCertificates(routeIds: string[]): Promise<Map<string, string>> {
     const out = new Map<string, string>();
     if (routeIds.length === 0) return out;
-    const rows = this.sql(
+    const rows = this.all(
       `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-    ).all(...routeIds) as Raw[];
+      ...routeIds,
+    );
     for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
     return out;
   }
@@ -450,21 +457,22 @@ export class SqliteStore implements Store, StoreTx {
 
   // ------------------------------------------------------------------ TLS IP restriction
 
-  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>> {
-    const out = new Map<string, unknown>();
+  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, StoredIpPolicy>> {
+    const out = new Map<string, StoredIpPolicy>();
     if (edgeIds.length === 0) return out;
-    const rows = this.sql(
+    const rows = this.all(
       `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
-    ).all(...edgeIds) as Raw[];
-    for (const r of rows) out.set(String(r.edge_id), JSON.parse(String(r.config)));
+      ...edgeIds,
+    );
+    for (const r of rows) out.set(String(r.edge_id), ipPolicyOf(r));
     return out;
   }
 
-  async putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void> {
+  async putTlsRestriction(edgeId: string, config: StoredIpPolicy, made?: CreateMark): Promise<void> {
     // An existing module keeps the mark of the create that made it.
     this.sql(
       "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES (?, ?, ?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-    ).run(edgeId, JSON.stringify(config), made?.key ?? null, made?.request ?? null);
+    ).run(edgeId, encodeJson(config), made?.key ?? null, made?.request ?? null);
   }
 
   async deleteTlsRestriction(edgeId: string): Promise<boolean> {
@@ -477,8 +485,8 @@ export class SqliteStore implements Store, StoreTx {
   async lockCreateKey(_key: string): Promise<void> {}
 
   async findCreated(key: string): Promise<CreatedObject | undefined> {
-    const r = this.sql(FIND_CREATED).get(key, key, key) as Raw | undefined;
-    return r ? (r as unknown as CreatedObject) : undefined;
+    const r = this.one(FIND_CREATED, key, key, key);
+    return r ? createdObject(r) : undefined;
   }
 }
 

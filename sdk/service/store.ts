@@ -8,6 +8,9 @@
  * consistent snapshot.
  */
 
+import type { MatchType } from "../contract";
+import type { StoredIpPolicy, StoredModules } from "./rows";
+
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {
   seq: number;
@@ -19,12 +22,12 @@ export interface EdgeRow {
   created_at: string;
 }
 /** Canonical request configuration of each configured module, by module name. */
-export type ModuleConfigs = Record<string, unknown>;
+export type ModuleConfigs = StoredModules;
 export interface RouteRow {
   seq: number;
   id: string;
   edge_id: string;
-  match_type: string;
+  match_type: MatchType;
   match: string;
   description: string;
   metadata: string;
@@ -102,9 +105,9 @@ export interface StoreTx {
   /** Stores a route's signing key pair unless it has one. */
   putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void>;
 
-  getTlsRestrictions(edgeIds: string[]): Promise<Map<string, unknown>>;
+  getTlsRestrictions(edgeIds: string[]): Promise<Map<string, StoredIpPolicy>>;
   /** Sets the module; `made` marks a module that did not exist as made by a keyed create. */
-  putTlsRestriction(edgeId: string, config: unknown, made?: CreateMark): Promise<void>;
+  putTlsRestriction(edgeId: string, config: StoredIpPolicy, made?: CreateMark): Promise<void>;
   deleteTlsRestriction(edgeId: string): Promise<boolean>;
 
   /**
