@@ -505,9 +505,7 @@ type ModuleFields = { [M in RouteModuleName]?: ModuleRequest<M> | null };
 
 /** The non-null module objects of a create or update body. */
 function pickModules(body: ModuleFields): ModuleConfigs {
-  return Object.fromEntries(
-    ROUTE_MODULE_NAMES.flatMap((n) => (body[n] != null ? [[n, body[n]]] : [])),
-  );
+  return Object.fromEntries(ROUTE_MODULE_NAMES.flatMap((n) => (body[n] != null ? [[n, body[n]]] : [])));
 }
 
 /** The contract's one-auth-module rule, on the modules a write leaves the route with. */
