@@ -51,13 +51,15 @@ function readSalt(stack: string, projectDir: string): string {
   return "";
 }
 
+const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object";
+
 function readYaml(dir: string, base: string): Record<string, unknown> | undefined {
   for (const ext of [".yaml", ".yml"]) {
     const file = join(dir, base + ext);
     if (!existsSync(file)) continue;
     try {
       const value: unknown = parse(readFileSync(file, "utf8"));
-      return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : undefined;
+      return isRecord(value) ? value : undefined;
     } catch {
       return undefined; // not ours to judge: the engine reports a broken settings file
     }

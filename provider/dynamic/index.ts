@@ -23,10 +23,15 @@ const urnOf = (inputs: unknown): string | undefined => {
   return typeof urn === "string" && urn !== "" ? urn : undefined;
 };
 
+/**
+ * What a read answers in the SDK's one Outputs type: outputs, the canonical inputs (its
+ * ReadResult types `inputs` as outputs) or nothing (gone).
+ */
+type ReadAnswer<K extends ResourceKind> = Outputs<K> | Inputs<K> | Record<string, never>;
+
 export function dynamicProvider<K extends ResourceKind>(
   kind: K,
-): dynamic.ResourceProvider<Inputs<K>, Outputs<K>> {
-  type O = Outputs<K>;
+): dynamic.ResourceProvider<Inputs<K>, ReadAnswer<K>> {
   const life = LIFECYCLES[kind];
   return {
     async check(olds, news) {
@@ -47,9 +52,8 @@ export function dynamicProvider<K extends ResourceKind>(
     async read(id, props) {
       const { client, ctx } = operation(undefined);
       const found = await life.read(client, id, props, ctx);
-      // The SDK types read's `inputs` as outputs; they are the canonical inputs.
-      if (found) return { id: found.id, props: found.outs, inputs: found.inputs as unknown as O };
-      return { id: "", props: {} as O }; // gone (a fresh object: the host mutates it)
+      if (found) return { id: found.id, props: found.outs, inputs: found.inputs };
+      return { id: "", props: {} }; // gone (a fresh object: the host mutates it)
     },
     async update(id, olds, news) {
       const { client, ctx } = operation(urnOf(news));

@@ -22,3 +22,4 @@ export const TYPE_NAMES: Record<ResourceKind, string> = {
 
 export type { Lifecycle, OperationContext, ResourceLog } from "./types";
 export type { Inputs, Outputs, ResourceKind } from "../model";
+export { RESOURCE_KINDS } from "../model";

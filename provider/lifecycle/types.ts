@@ -46,9 +46,17 @@ export function encodeChecked<C, I>(
   news: unknown,
   encode: (config: C) => I,
 ): Checked<I> {
-  if (checked.failures.length > 0) return { inputs: news as I, failures: checked.failures };
+  if (checked.failures.length > 0) return { inputs: checkedInputs<I>(news), failures: checked.failures };
   return { inputs: encode(checked.inputs), failures: [] };
 }
+
+/**
+ * Inputs as the engine hands them to diff, create and update: what this lifecycle's check
+ * answered, kept by the engine as they were (or, when it failed, what the program gave: the
+ * engine then stops before any of these). Trusted, not parsed again: a call parses once, at its
+ * entry, and these were parsed by the check. The one place a face's untyped inputs become typed.
+ */
+export const checkedInputs = <I>(news: unknown): I => news as I;
 
 export interface Lifecycle<I, O> {
   /** Program inputs → canonical inputs, or failures by property path. No I/O. */

@@ -5,7 +5,7 @@
  * (an alias to another provider is a replacement), hence state surgery plus import. Pure: the plan
  * from a stack export.
  */
-import { type ResourceKind, TYPE_NAMES } from "../lifecycle";
+import { RESOURCE_KINDS, type ResourceKind, TYPE_NAMES } from "../lifecycle";
 
 /** What `pulumi stack export` holds of a resource (the fields used here). */
 export interface ExportedResource {
@@ -35,9 +35,7 @@ export interface MigrationPlan {
 }
 
 const DYNAMIC_TYPE = /^pulumi-nodejs:dynamic\/edge:(\w+)$/;
-const KIND_OF_NAME = new Map(
-  (Object.entries(TYPE_NAMES) as [ResourceKind, string][]).map(([k, n]) => [n, k]),
-);
+const KIND_OF_NAME = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
 
 /** The packaged import id of a dynamic resource: a route's says its edge too. */
 function importId(kind: ResourceKind, r: ExportedResource): string {

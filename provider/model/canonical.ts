@@ -1,18 +1,6 @@
 /** Canonical forms: comparison that ignores key order, and minimal wire bodies. */
 import { z } from "zod";
-
-/** JSON with object keys sorted: equal values give equal strings. */
-export function stableJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) =>
-    v && typeof v === "object" && !Array.isArray(v)
-      ? Object.fromEntries(
-          Object.keys(v)
-            .sort()
-            .map((k) => [k, (v as Record<string, unknown>)[k]]),
-        )
-      : v,
-  );
-}
+import { isProps } from "./check";
 
 /**
  * Two JSON values mean the same: objects compared key by key whatever their order (an absent key
@@ -22,14 +10,13 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   a ??= null;
   b ??= null;
   if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
   if (Array.isArray(a) || Array.isArray(b)) {
     return (
       Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((v, i) => deepEqual(v, b[i]))
     );
   }
-  const x = a as Record<string, unknown>;
-  const y = b as Record<string, unknown>;
+  if (!isProps(a) || !isProps(b)) return false;
+  const [x, y] = [a, b];
   const keys = (o: Record<string, unknown>) => Object.keys(o).filter((k) => o[k] !== undefined);
   const kx = keys(x);
   return kx.length === keys(y).length && kx.every((k) => deepEqual(x[k], y[k]));

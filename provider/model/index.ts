@@ -42,7 +42,8 @@ const CHECKS: { [R in ResourceKind]: (news: unknown, olds?: unknown) => Checked<
   tlsEdgeIpRestriction: checkTlsIpRestriction,
 };
 
-export const RESOURCE_KINDS = Object.keys(CHECKS) as ResourceKind[];
+const isResourceKind = (name: string): name is ResourceKind => Object.hasOwn(CHECKS, name);
+export const RESOURCE_KINDS: readonly ResourceKind[] = Object.keys(CHECKS).filter(isResourceKind);
 
 /** Program inputs → the brain's value, or failures named by Pulumi property path. Never throws. */
 export const check = <R extends ResourceKind>(kind: R, news: unknown, olds?: unknown): Checked<Config<R>> =>

@@ -7,6 +7,7 @@ import { isProps } from "./check";
  * values are compared in this form, never stored or sent in it.
  */
 export function comparableIpRestriction(value: unknown): unknown {
-  if (!isProps(value) || !Array.isArray(value.ip_policy_ids)) return value;
-  return { ...value, ip_policy_ids: [...(value.ip_policy_ids as unknown[])].map(String).sort() };
+  const ids: unknown = isProps(value) ? value.ip_policy_ids : undefined;
+  if (!isProps(value) || !Array.isArray(ids)) return value;
+  return { ...value, ip_policy_ids: ids.map(String).sort() };
 }

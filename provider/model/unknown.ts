@@ -14,7 +14,7 @@ export function pathHitsUnknown(root: unknown, path: ReadonlyArray<PropertyKey>)
   for (const seg of path) {
     if (cur === UNKNOWN) return true;
     if (cur === null || typeof cur !== "object") return false;
-    cur = (cur as Record<PropertyKey, unknown>)[seg as string];
+    cur = Reflect.get(cur, seg);
   }
   return containsUnknown(cur);
 }

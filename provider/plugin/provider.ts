@@ -6,7 +6,18 @@
 import type * as provider from "@pulumi/pulumi/provider";
 import { configureFromStack } from "../config";
 import { operation } from "../engine/call";
-import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind, TYPE_NAMES } from "../lifecycle";
+import type { EdgeClient } from "../../sdk/client";
+import {
+  type Inputs,
+  LIFECYCLES,
+  type OperationContext,
+  RESOURCE_KINDS,
+  type ResourceKind,
+  TYPE_NAMES,
+} from "../lifecycle";
+import { checkedInputs, type Created, type Read } from "../lifecycle/types";
+import type { Checked } from "../model/check";
+import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
 import type { PropertyChange } from "../plan/detail";
@@ -15,12 +26,43 @@ import { conceal, reveal, secretProperties } from "./secrets";
 
 const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
-const KINDS = new Map(
-  (Object.entries(TYPE_NAMES) as [ResourceKind, string][]).map(([kind, name]) => [
-    `${PACKAGE}:index:${name}`,
-    kind,
-  ]),
-);
+const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
+/** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
+interface KindHandler {
+  check(news: unknown, olds: unknown): Checked<unknown>;
+  diff(olds: unknown, news: unknown, id: string): Plan;
+  create(client: EdgeClient, inputs: unknown, ctx: OperationContext): Promise<Created<unknown>>;
+  read(
+    client: EdgeClient,
+    id: string,
+    stored: unknown,
+    ctx: OperationContext,
+  ): Promise<Read<unknown, unknown> | undefined>;
+  update(
+    client: EdgeClient,
+    id: string,
+    olds: unknown,
+    news: unknown,
+    ctx: OperationContext,
+  ): Promise<unknown>;
+  delete(client: EdgeClient, id: string, stored: unknown, ctx: OperationContext): Promise<void>;
+}
+
+/** The handler of one kind: its lifecycle, typed by its kind; inputs typed as its check answered them. */
+function handlerOf<K extends ResourceKind>(kind: K): KindHandler {
+  const life = LIFECYCLES[kind];
+  return {
+    check: (news, olds) => life.check(news, olds),
+    diff: (olds, news, id) => life.diff(olds, checkedInputs<Inputs<K>>(news), id),
+    create: (client, inputs, ctx) => life.create(client, checkedInputs<Inputs<K>>(inputs), ctx),
+    read: (client, id, stored, ctx) => life.read(client, id, stored, ctx),
+    update: (client, id, olds, news, ctx) =>
+      life.update(client, id, olds, checkedInputs<Inputs<K>>(news), ctx),
+    delete: (client, id, stored, ctx) => life.delete(client, id, stored, ctx),
+  };
+}
+const HANDLERS = new Map(RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]));
+
 /** Properties kept secret whatever the program marked: the modules that carry credentials. */
 const ALWAYS_SECRET: Partial<Record<ResourceKind, readonly string[]>> = {
   httpsEdgeRoute: SECRET_MODULES.map((m) => MODULE_PROPERTY[m]),
@@ -41,10 +83,19 @@ function kindOf(urn: string): ResourceKind {
  * The resource id this face shows. A route's is `<edgeId>/<routeId>`: it says where the route is,
  * so `pulumi import` and every later call need nothing else (the lifecycle reads both forms).
  */
-function resourceId(kind: ResourceKind, id: string, outs: Outputs<ResourceKind>): string {
-  return kind === "httpsEdgeRoute" && !id.includes("/")
-    ? `${(outs as Outputs<"httpsEdgeRoute">).edgeId}/${id}`
+function resourceId(kind: ResourceKind, id: string, outs: unknown): string {
+  const edgeId = isProps(outs) ? outs.edgeId : undefined;
+  return kind === "httpsEdgeRoute" && !id.includes("/") && typeof edgeId === "string"
+    ? `${edgeId}/${id}`
     : id;
+}
+
+/** The handler of the kind `urn` names. */
+function handlerFor(urn: string): { kind: ResourceKind; handler: KindHandler } {
+  const kind = kindOf(urn);
+  const handler = HANDLERS.get(kind);
+  if (!handler) throw new Error(`no handler for ${kind}`); // every kind has one: RESOURCE_KINDS
+  return { kind, handler };
 }
 
 export interface ProviderConfig {
@@ -63,7 +114,8 @@ export class EdgeProvider implements provider.Provider {
 
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
   configure({ args, variables }: ProviderConfig): void {
-    const plain = reveal(args) as Record<string, unknown>;
+    const revealed = reveal(args);
+    const plain = isProps(revealed) ? revealed : {};
     configureFromStack({
       get: (key) => {
         const name = key.replace(/^edge:/, "");
@@ -77,8 +129,8 @@ export class EdgeProvider implements provider.Provider {
   }
 
   check(urn: string, olds: unknown, news: unknown): Promise<provider.CheckResult> {
-    const kind = kindOf(urn);
-    const { inputs, failures } = LIFECYCLES[kind].check(reveal(news), reveal(olds));
+    const { kind, handler } = handlerFor(urn);
+    const { inputs, failures } = handler.check(reveal(news), reveal(olds));
     return Promise.resolve({ inputs: this.concealed(kind, inputs, news), failures });
   }
 
@@ -86,11 +138,7 @@ export class EdgeProvider implements provider.Provider {
   private readonly detailed = new Map<string, PropertyChange[]>();
 
   diff(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.DiffResult> {
-    const { changed, replaces, changes } = LIFECYCLES[kindOf(urn)].diff(
-      reveal(olds),
-      reveal(news) as never,
-      id,
-    );
+    const { changed, replaces, changes } = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
     this.detailed.set(urn, changes);
     // No create-before-delete clash exists: a replacement lives on another edge (or is another edge).
     return Promise.resolve({ changes: changed.length > 0, replaces, deleteBeforeReplace: false });
@@ -104,17 +152,17 @@ export class EdgeProvider implements provider.Provider {
   }
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
-    const kind = kindOf(urn);
+    const { kind, handler } = handlerFor(urn);
     const { client, ctx } = operation(urn, { create: true });
-    const { id, outs } = await LIFECYCLES[kind].create(client, reveal(inputs) as never, ctx);
+    const { id, outs } = await handler.create(client, reveal(inputs), ctx);
     return { id: resourceId(kind, id, outs), outs: this.concealed(kind, outs, inputs) };
   }
 
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
-    const kind = kindOf(urn);
+    const { kind, handler } = handlerFor(urn);
     const stored = reveal(props ?? {});
     const { client, ctx } = operation(urn);
-    const found = await LIFECYCLES[kind].read(client, id, stored, ctx);
+    const found = await handler.read(client, id, stored, ctx);
     if (!found) {
       // An import reads with no properties: nothing there is an error, not "deleted since".
       if (isProps(stored) && Object.keys(stored).length === 0) {
@@ -130,19 +178,19 @@ export class EdgeProvider implements provider.Provider {
   }
 
   async update(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.UpdateResult> {
-    const kind = kindOf(urn);
+    const { kind, handler } = handlerFor(urn);
     const { client, ctx } = operation(urn);
-    const outs = await LIFECYCLES[kind].update(client, id, reveal(olds), reveal(news) as never, ctx);
+    const outs = await handler.update(client, id, reveal(olds), reveal(news), ctx);
     return { outs: this.concealed(kind, outs, news) };
   }
 
   async delete(id: string, urn: string, props: unknown): Promise<void> {
     const { client, ctx } = operation(urn);
-    await LIFECYCLES[kindOf(urn)].delete(client, id, reveal(props), ctx);
+    await handlerFor(urn).handler.delete(client, id, reveal(props), ctx);
   }
 
   /** Values going back to the engine: secret where the program's were, and the credential modules always. */
-  private concealed(kind: ResourceKind, value: Inputs<ResourceKind> | Outputs<ResourceKind>, given: unknown) {
+  private concealed(kind: ResourceKind, value: unknown, given: unknown) {
     const keys = new Set([...(ALWAYS_SECRET[kind] ?? []), ...secretProperties(given)]);
     return conceal(isProps(value) ? value : {}, keys);
   }

@@ -10,7 +10,7 @@ import {
   edgeCreateSchema,
   MATCH_TYPES,
   NAMEID_FORMATS,
-  ROUTE_MODULE_NAMES,
+  isRouteModuleName,
   ROUTE_MODULES,
   type RouteModuleName,
   routeCreateSchema,
@@ -240,8 +240,8 @@ function routeResource(b: Builder): ResourceSpec {
   };
   for (const [key, value] of Object.entries(js.properties ?? {})) {
     const prop = toCamel(key);
-    if ((ROUTE_MODULE_NAMES as readonly string[]).includes(key)) {
-      const m = key as RouteModuleName;
+    if (isRouteModuleName(key)) {
+      const m = key;
       inputs[prop] = {
         ...b.property(value, m, () => moduleTypeName(m)),
         ...(SECRET_PROPERTIES.has(prop) ? { secret: true } : {}),

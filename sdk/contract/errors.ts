@@ -51,3 +51,14 @@ export const OPERATION_ID_HEADER = "Request-Id";
 
 /** Header (value `true`) of a keyed create's answer when an earlier create with its key made the object. */
 export const REPLAYED_HEADER = "Idempotent-Replayed";
+
+/**
+ * A property of a thrown value of unknown type (a driver's `code`, a fetch failure's `cause`):
+ * undefined when the value is no object or lacks it. Read this way, not cast.
+ */
+export const errorField = (error: unknown, key: string): unknown =>
+  typeof error === "object" && error !== null ? Reflect.get(error, key) : undefined;
+
+/** The message of a thrown value of unknown type. */
+export const errorMessage = (error: unknown): string =>
+  error instanceof Error ? error.message : String(error);

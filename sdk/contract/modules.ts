@@ -453,7 +453,8 @@ export const ROUTE_MODULES = {
 } as const;
 
 export type RouteModuleName = keyof typeof ROUTE_MODULES;
-export const ROUTE_MODULE_NAMES = Object.keys(ROUTE_MODULES) as RouteModuleName[];
+export const ROUTE_MODULE_NAMES: readonly RouteModuleName[] =
+  Object.keys(ROUTE_MODULES).filter(isRouteModuleName);
 
 /**
  * An object `T` with one entry per module, each computed by `entry` for its module. TypeScript

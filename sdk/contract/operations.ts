@@ -141,11 +141,12 @@ const ROUTE = `${ROUTES}/{id}` as const;
 function moduleOperations<M extends RouteModuleName>(module: M) {
   const Name = pascal(module);
   const response = { schema: ROUTE_MODULES[module].response, ref: `${Name}Module` };
+  const path: `${typeof ROUTE}/${string}` = `${ROUTE}/${module}`;
   return {
     put: op({
       id: `put_${module}_module`,
       method: "PUT",
-      path: `${ROUTE}/${module}` as `${typeof ROUTE}/${string}`,
+      path,
       summary: `Replace the ${module} module of a route`,
       tag: "Route modules",
       body: {
@@ -160,7 +161,7 @@ function moduleOperations<M extends RouteModuleName>(module: M) {
     get: op({
       id: `get_${module}_module`,
       method: "GET",
-      path: `${ROUTE}/${module}` as `${typeof ROUTE}/${string}`,
+      path,
       summary: `Get the ${module} module of a route (404 when not configured)`,
       tag: "Route modules",
       success: { status: 200, ...response, description: "The module." },
@@ -169,7 +170,7 @@ function moduleOperations<M extends RouteModuleName>(module: M) {
     delete: op({
       id: `delete_${module}_module`,
       method: "DELETE",
-      path: `${ROUTE}/${module}` as `${typeof ROUTE}/${string}`,
+      path,
       summary: `Delete the ${module} module of a route (404 when not configured)`,
       tag: "Route modules",
       success: { status: 204 },
@@ -320,7 +321,6 @@ export const ALL_OPERATIONS: readonly Operation[] = [
 
 /** A path template filled with its parameters (each URI-encoded). */
 export function fillPath<P extends string>(template: P, params: Record<PathParams<P>, string>): string {
-  return template.replace(/\{(\w+)\}/g, (_m, name: string) =>
-    encodeURIComponent((params as Record<string, string>)[name]!),
-  );
+  const values: Record<string, string> = params;
+  return template.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(values[name] ?? ""));
 }

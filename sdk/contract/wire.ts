@@ -18,10 +18,10 @@ export type PathIds = Readonly<Partial<Record<"edge_id" | "id", string>>>;
  * A body's repetition of its path's identifiers: equal → ignored, different → one problem per
  * differing field. `body` is the parsed body (the wrapper, for a wrapped module).
  */
-export function pathEchoProblems(body: Readonly<Record<string, unknown>>, path: PathIds): Problem[] {
+export function pathEchoProblems(body: unknown, path: PathIds): Problem[] {
   const problems: Problem[] = [];
   for (const [key, value] of Object.entries(path)) {
-    const echoed = body[key];
+    const echoed: unknown = typeof body === "object" && body !== null ? Reflect.get(body, key) : undefined;
     if (echoed !== undefined && echoed !== value) {
       problems.push({
         field: key,

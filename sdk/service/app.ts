@@ -55,7 +55,7 @@ const DEFAULT_RESPONSE_CACHE_BYTES = 8 * 1024 * 1024;
  * The query parameters of a request, checked against the operation's schema: an unknown or
  * repeated parameter is a 400 naming it.
  */
-function query<S extends z.ZodType>(c: EdgeContext, schema: S): z.output<S> {
+function query<S extends z.ZodObject>(c: EdgeContext, schema: S): z.output<S> {
   const url = c.req.url;
   const params = url.includes("?") ? c.req.queries() : {};
   const problems: Problem[] = [];
@@ -66,7 +66,7 @@ function query<S extends z.ZodType>(c: EdgeContext, schema: S): z.output<S> {
   }
   const result = schema.safeParse(single);
   if (!result.success) {
-    const allowed = Object.keys((schema as unknown as z.ZodObject).shape ?? {});
+    const allowed = Object.keys(schema.shape);
     for (const p of issuesToProblems(result.error.issues)) {
       problems.push(
         p.msg.startsWith("unknown field")
@@ -78,8 +78,8 @@ function query<S extends z.ZodType>(c: EdgeContext, schema: S): z.output<S> {
       );
     }
   }
-  if (problems.length > 0) throw ApiError.invalid(problems);
-  return result.data as z.output<S>;
+  if (!result.success || problems.length > 0) throw ApiError.invalid(problems);
+  return result.data;
 }
 
 /** What a handler gets: the path's identifiers (checked), the body, the page asked for, the context. */
@@ -144,7 +144,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const serve = <O extends Operation>(op: O, handler: (call: Call<O>) => unknown) => {
     registered.add(op.id);
     const answer = async (c: EdgeContext) => {
-      const page = query(c, op.query === "page" ? pageQuerySchema : noQuerySchema) as PageQuery;
+      const page: PageQuery = op.query === "page" ? query(c, pageQuerySchema) : query(c, noQuerySchema);
       const call = async () =>
         handler({
           params: params(op, c),

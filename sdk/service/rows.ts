@@ -4,16 +4,18 @@
  * SQLite and PostgreSQL differ in their statements, not in their rows.
  */
 import {
-  MATCH_TYPES as MATCH_TYPE_LIST,
-  type MatchType,
+  MATCH_TYPES,
   type ModuleRequest,
   type RouteModuleName,
   type TlsIpRestrictionMutate,
 } from "../contract";
 import type { CreatedObject, CreatedTable, EdgeKind, EdgeRow, RouteRow } from "./store";
 
-/** A row as a database driver returns it. */
-export type Raw = Readonly<Record<string, unknown>>;
+/** A row as a database driver returns it: an object of columns, read only through `column`. */
+export type Raw = object;
+
+/** One column of a row, whatever the driver typed it as. */
+const column = (raw: Raw, name: string): unknown => Reflect.get(raw, name);
 
 /** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
 export type StoredModules = { [M in RouteModuleName]?: ModuleRequest<M> };
@@ -28,16 +30,16 @@ class BrokenRow extends Error {
 }
 
 /** A column the store wrote as text. */
-function text(raw: Raw, column: string): string {
-  const value = raw[column];
-  if (typeof value !== "string") throw new BrokenRow(column, "text");
+function text(raw: Raw, name: string): string {
+  const value = column(raw, name);
+  if (typeof value !== "string") throw new BrokenRow(name, "text");
   return value;
 }
 
 /** A column the store wrote as an integer (SQLite's rowid, PostgreSQL's BIGSERIAL read as a number). */
-function int(raw: Raw, column: string): number {
-  const value = raw[column];
-  if (typeof value !== "number" || !Number.isInteger(value)) throw new BrokenRow(column, "an integer");
+function int(raw: Raw, name: string): number {
+  const value = column(raw, name);
+  if (typeof value !== "number" || !Number.isInteger(value)) throw new BrokenRow(name, "an integer");
   return value;
 }
 
@@ -49,20 +51,26 @@ function json<T>(raw: Raw, column: string): T {
   return JSON.parse(text(raw, column)) as T;
 }
 
-const EDGE_KINDS: ReadonlySet<string> = new Set(["https", "tls"]);
-const MATCH_TYPES: ReadonlySet<string> = new Set(MATCH_TYPE_LIST);
-const TABLES: ReadonlySet<string> = new Set(["edges", "routes", "tls_ip_restrictions"]);
-const oneOf = <T extends string>(set: ReadonlySet<string>, raw: Raw, column: string): T => {
+/** A row a driver typed as unknown (libsql does): an object of columns, or a broken database. */
+export function rawRow(row: unknown): Raw {
+  if (typeof row !== "object" || row === null) throw new BrokenRow("row", "an object of columns");
+  return row;
+}
+
+const EDGE_KINDS: readonly EdgeKind[] = ["https", "tls"];
+const TABLES: readonly CreatedTable[] = ["edges", "routes", "tls_ip_restrictions"];
+const oneOf = <T extends string>(values: readonly T[], raw: Raw, column: string): T => {
   const value = text(raw, column);
-  if (!set.has(value)) throw new BrokenRow(column, [...set].join(" or "));
-  return value as T;
+  const known = values.find((v) => v === value);
+  if (known === undefined) throw new BrokenRow(column, values.join(" or "));
+  return known;
 };
 
 export function edgeRow(raw: Raw): EdgeRow {
   return {
     seq: int(raw, "seq"),
     id: text(raw, "id"),
-    kind: oneOf<EdgeKind>(EDGE_KINDS, raw, "kind"),
+    kind: oneOf(EDGE_KINDS, raw, "kind"),
     description: text(raw, "description"),
     metadata: text(raw, "metadata"),
     hostports: json<string[]>(raw, "hostports"),
@@ -75,7 +83,7 @@ export function routeRow(raw: Raw): RouteRow {
     seq: int(raw, "seq"),
     id: text(raw, "id"),
     edge_id: text(raw, "edge_id"),
-    match_type: oneOf<MatchType>(MATCH_TYPES, raw, "match_type"),
+    match_type: oneOf(MATCH_TYPES, raw, "match_type"),
     match: text(raw, "match"),
     description: text(raw, "description"),
     metadata: text(raw, "metadata"),
@@ -84,17 +92,35 @@ export function routeRow(raw: Raw): RouteRow {
   };
 }
 
-export const ipPolicyOf = (raw: Raw): StoredIpPolicy => json<StoredIpPolicy>(raw, "config");
+const ipPolicyOf = (raw: Raw): StoredIpPolicy => json<StoredIpPolicy>(raw, "config");
+
+/** A row of `edge_id, config` from tls_ip_restrictions. */
+export const tlsRestrictionRow = (raw: Raw): [edgeId: string, config: StoredIpPolicy] => [
+  text(raw, "edge_id"),
+  ipPolicyOf(raw),
+];
+
+/** A row of `route_id, certificate_pem` from route_saml_keys. */
+export const samlCertificateRow = (raw: Raw): [routeId: string, certificatePem: string] => [
+  text(raw, "route_id"),
+  text(raw, "certificate_pem"),
+];
+
+/** The `seq` an INSERT … RETURNING seq answered. */
+export const seqOf = (raw: Raw | undefined): number => int(raw ?? {}, "seq");
+
+/** The text value of a one-column row (`SELECT value FROM meta …`). */
+export const textValue = (raw: Raw): string => text(raw, "value");
 
 /** The row of FIND_CREATED (see the stores): which table, which object, the request's digest. */
 export function createdObject(raw: Raw): CreatedObject {
-  const table = oneOf<CreatedTable>(TABLES, raw, "table");
+  const table = oneOf(TABLES, raw, "table");
   return {
     table,
     id: text(raw, "id"),
     request: text(raw, "request"),
-    ...(raw.edge_id != null ? { edge_id: text(raw, "edge_id") } : {}),
-    ...(raw.kind != null ? { kind: oneOf<EdgeKind>(EDGE_KINDS, raw, "kind") } : {}),
+    ...(column(raw, "edge_id") != null ? { edge_id: text(raw, "edge_id") } : {}),
+    ...(column(raw, "kind") != null ? { kind: oneOf(EDGE_KINDS, raw, "kind") } : {}),
   };
 }
 

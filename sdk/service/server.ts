@@ -1,5 +1,4 @@
 /** The standalone server: the same app on a socket, with graceful shutdown. */
-import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
 import type { Store } from "./store";
@@ -63,7 +62,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     await store.close();
     throw e;
   });
-  const port = (server.address() as AddressInfo).port;
+  const address = server.address();
+  if (address === null || typeof address === "string")
+    throw new Error(`the server listens on ${address}, not a TCP port`);
+  const { port } = address;
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
   let closing: Promise<void> | undefined;
   return {
@@ -76,7 +78,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
           void Promise.resolve(store.close()).then(resolve, resolve);
         });
         // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
-        (server as unknown as { closeIdleConnections?: () => void }).closeIdleConnections?.();
+        if ("closeIdleConnections" in server) server.closeIdleConnections();
       });
       return closing;
     },

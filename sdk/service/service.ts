@@ -72,11 +72,11 @@ export interface RequestContext {
 function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}): z.output<S> {
   const result = schema.safeParse(body);
   if (!result.success) throw ApiError.invalid(issuesToProblems(result.error.issues));
-  assertPathEcho(result.data as Record<string, unknown>, path);
+  assertPathEcho(result.data, path);
   return result.data;
 }
 
-function assertPathEcho(body: Readonly<Record<string, unknown>>, path: PathIds): void {
+function assertPathEcho(body: unknown, path: PathIds): void {
   const problems = pathEchoProblems(body, path);
   if (problems.length > 0) throw ApiError.invalid(problems);
 }

@@ -18,6 +18,7 @@
  *   database is back (the pool opens new connections).
  */
 import pg from "pg";
+import { errorField, errorMessage } from "../contract";
 import {
   DATA_TABLES,
   type EdgeKind,
@@ -37,8 +38,10 @@ import {
   createdObject,
   edgeRow,
   encodeJson,
-  ipPolicyOf,
   type Raw,
+  samlCertificateRow,
+  seqOf,
+  tlsRestrictionRow,
   routeRow,
   type StoredIpPolicy,
 } from "./rows";
@@ -166,25 +169,23 @@ const UNAVAILABLE_CODES = new Set([
   "EAI_AGAIN",
 ]);
 
-const messageOf = (e: unknown): string => (e instanceof Error ? e.message : String(e));
-
 function isUnavailable(e: unknown): boolean {
-  const err = e as { code?: unknown };
-  const code = typeof err?.code === "string" ? err.code : "";
+  const found = errorField(e, "code");
+  const code = typeof found === "string" ? found : "";
   if (code.startsWith("08") || UNAVAILABLE_CODES.has(code)) return true;
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/i.test(
-    messageOf(e),
+    errorMessage(e),
   );
 }
 
 /** A pg error as the store's own: unique key → UniqueViolation, lost database → StoreUnavailable. */
 function translate(e: unknown): unknown {
-  const err = e as { code?: unknown };
-  if (err?.code === "23505") return new UniqueViolation(messageOf(e));
-  if (err?.code === "23503") return new ParentMissing(messageOf(e));
+  const code = errorField(e, "code");
+  if (code === "23505") return new UniqueViolation(errorMessage(e));
+  if (code === "23503") return new ParentMissing(errorMessage(e));
   if (isUnavailable(e)) {
     return new StoreUnavailable(
-      `PostgreSQL cannot be reached (${messageOf(e)}); the request was not acknowledged: retry shortly`,
+      `PostgreSQL cannot be reached (${errorMessage(e)}); the request was not acknowledged: retry shortly`,
     );
   }
   return e;
@@ -273,7 +274,7 @@ export class PgTx implements StoreTx {
         made?.request ?? null,
       ],
     );
-    return Number(row!.seq);
+    return seqOf(row);
   }
 
   async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
@@ -319,7 +320,7 @@ export class PgTx implements StoreTx {
       "SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id = ANY($1)",
       routeIds,
     );
-    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
+    for (const r of rows) out.set(...samlCertificateRow(r));
     return out;
   }
 
@@ -339,7 +340,7 @@ export class PgTx implements StoreTx {
       "SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id = ANY($1)",
       edgeIds,
     );
-    for (const r of rows) out.set(String(r.edge_id), ipPolicyOf(r));
+    for (const r of rows) out.set(...tlsRestrictionRow(r));
     return out;
   }
 
@@ -427,7 +428,7 @@ export class PostgresStore implements Store {
       const err = translate(e);
       if (err instanceof StoreUnavailable) {
         throw new Error(
-          `cannot reach PostgreSQL at ${store.location}: ${(e as Error).message}. Is the server running, and the URL (host, port, database, user, password) right?`,
+          `cannot reach PostgreSQL at ${store.location}: ${errorMessage(e)}. Is the server running, and the URL (host, port, database, user, password) right?`,
         );
       }
       throw err;
@@ -502,7 +503,7 @@ export class PostgresStore implements Store {
       try {
         return await this.transaction("BEGIN", true, fn);
       } catch (e) {
-        const code = (e as { code?: unknown }).code;
+        const code = errorField(e, "code");
         if (typeof code !== "string" || !RETRYABLE.has(code) || attempt >= 5) throw e;
       }
     }

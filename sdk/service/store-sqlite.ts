@@ -8,6 +8,7 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
+import { errorField, errorMessage } from "../contract";
 import {
   DATA_TABLES,
   type EdgeKind,
@@ -25,8 +26,11 @@ import {
   createdObject,
   edgeRow,
   encodeJson,
-  ipPolicyOf,
   type Raw,
+  samlCertificateRow,
+  tlsRestrictionRow,
+  textValue,
+  rawRow,
   routeRow,
   type StoredIpPolicy,
 } from "./rows";
@@ -198,7 +202,7 @@ export class SqliteStore implements Store, StoreTx {
         .transaction(() => {
           this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
           const row = this.one("SELECT value FROM meta WHERE key = 'schema_version'");
-          const current = row ? Number(row.value) : 0;
+          const current = row ? Number(textValue(row)) : 0;
           if (current > SCHEMA_VERSION) {
             throw new Error(
               `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
@@ -238,12 +242,15 @@ export class SqliteStore implements Store, StoreTx {
 
   /** The first row of a statement, or undefined (libsql types rows as unknown). */
   private one(source: string, ...args: unknown[]): Raw | undefined {
-    return this.sql(source).get(...args) as Raw | undefined;
+    const row = this.sql(source).get(...args);
+    return row === undefined ? undefined : rawRow(row);
   }
 
   /** Every row of a statement. */
   private all(source: string, ...args: unknown[]): Raw[] {
-    return this.sql(source).all(...args) as Raw[];
+    return this.sql(source)
+      .all(...args)
+      .map(rawRow);
   }
 
   /**
@@ -445,7 +452,7 @@ export class SqliteStore implements Store, StoreTx {
       `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
       ...routeIds,
     );
-    for (const r of rows) out.set(String(r.route_id), String(r.certificate_pem));
+    for (const r of rows) out.set(...samlCertificateRow(r));
     return out;
   }
 
@@ -464,7 +471,7 @@ export class SqliteStore implements Store, StoreTx {
       `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
       ...edgeIds,
     );
-    for (const r of rows) out.set(String(r.edge_id), ipPolicyOf(r));
+    for (const r of rows) out.set(...tlsRestrictionRow(r));
     return out;
   }
 
@@ -499,6 +506,7 @@ const FIND_CREATED = `
   SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = ?`;
 
 function isUniqueViolation(e: unknown): boolean {
-  const err = e as { code?: string; message?: string };
-  return err?.code === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(String(err?.message));
+  return (
+    errorField(e, "code") === "SQLITE_CONSTRAINT_UNIQUE" || /UNIQUE constraint failed/.test(errorMessage(e))
+  );
 }

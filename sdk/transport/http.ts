@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { errorField } from "../contract";
 import type { RetryNotice, SendOptions, Transport } from "./types";
 
 export interface HttpTransportOptions {
@@ -127,10 +128,15 @@ function retryAfterMs(value: string | null): number | undefined {
 }
 
 function errorCode(error: unknown): string {
-  const e = error as { name?: unknown; code?: unknown; cause?: { code?: unknown; name?: unknown } };
+  const cause = errorField(error, "cause");
   // String codes only: a timeout is a DOMException whose legacy numeric `code` (23) is no code of ours.
-  const found = [e?.cause?.code, e?.code, e?.cause?.name, e?.name].find((c) => typeof c === "string");
-  return found ?? "unknown";
+  const found = [
+    errorField(cause, "code"),
+    errorField(error, "code"),
+    errorField(cause, "name"),
+    errorField(error, "name"),
+  ].find((c) => typeof c === "string");
+  return typeof found === "string" ? found : "unknown";
 }
 
 function connectionError(

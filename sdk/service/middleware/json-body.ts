@@ -1,5 +1,5 @@
 import type { MiddlewareHandler, Next } from "hono";
-import { formatPath, MAX_BODY_BYTES } from "../../contract";
+import { errorMessage, formatPath, MAX_BODY_BYTES } from "../../contract";
 import type { EdgeContext, Env } from "../context";
 import { ApiError } from "../errors";
 
@@ -59,7 +59,7 @@ async function readJsonBody(c: EdgeContext, next: Next): Promise<void> {
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw new ApiError("invalidBody", `the request body is not valid JSON (${(e as Error).message})`);
+    throw new ApiError("invalidBody", `the request body is not valid JSON (${errorMessage(e)})`);
   }
   if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
     throw new ApiError("invalidBody", "the request body must be a JSON object");
