@@ -1,8 +1,9 @@
 /** Turns a validated edge configuration into resources: one per edge, route and module. */
 import * as pulumi from "@pulumi/pulumi";
+import type { HttpsEdgeRouteArgs, TlsEdgeIpRestrictionArgs } from "../resources/args";
 import { type EdgeArgs, HttpsEdge, TlsEdge } from "../resources/edges";
-import { HttpsEdgeRoute, type HttpsEdgeRouteArgs } from "../resources/route";
-import { TlsEdgeIpRestriction, type TlsEdgeIpRestrictionArgs } from "../resources/tls-ip-restriction";
+import { HttpsEdgeRoute } from "../resources/route";
+import { TlsEdgeIpRestriction } from "../resources/tls-ip-restriction";
 import { type EdgeConfig, SecretRef } from "./load";
 
 export interface DeployEdgeConfigOptions {

@@ -1,15 +1,9 @@
 import * as pulumi from "@pulumi/pulumi";
+import type { HttpsEdgeArgs, TlsEdgeArgs } from "./args";
 import { EdgeDynamicResource } from "./glue";
 
-/** Inputs of an edge. The API has no update for edges: changing any of them replaces the edge. */
-export interface EdgeArgs {
-  /** Human-readable text. At most 255 bytes. */
-  description?: pulumi.Input<string>;
-  /** Arbitrary machine-readable user data. At most 4096 bytes. */
-  metadata?: pulumi.Input<string>;
-  /** Host and port pairs the edge listens on, e.g. `"example.com:443"`. */
-  hostports?: pulumi.Input<pulumi.Input<string>[]>;
-}
+/** Inputs of an edge, HTTPS or TLS alike (see HttpsEdgeArgs and TlsEdgeArgs). */
+export type EdgeArgs = HttpsEdgeArgs & TlsEdgeArgs;
 
 /** What HTTPS and TLS edges have in common. */
 abstract class Edge extends EdgeDynamicResource {
@@ -35,7 +29,7 @@ abstract class Edge extends EdgeDynamicResource {
 
 /** An HTTPS edge: holds routes (see HttpsEdgeRoute). */
 export class HttpsEdge extends Edge {
-  constructor(name: string, args: EdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
+  constructor(name: string, args: HttpsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
     super("httpsEdge", "HttpsEdge", name, args, opts);
   }
 
@@ -47,7 +41,7 @@ export class HttpsEdge extends Edge {
 
 /** A TLS edge: has one IP restriction module (see TlsEdgeIpRestriction). */
 export class TlsEdge extends Edge {
-  constructor(name: string, args: EdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
+  constructor(name: string, args: TlsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
     super("tlsEdge", "TlsEdge", name, args, opts);
   }
 

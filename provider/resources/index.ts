@@ -1,3 +1,4 @@
+export * from "./args";
 export * from "./edges";
 export * from "./route";
 export * from "./tls-ip-restriction";

@@ -1,6 +1,6 @@
 /**
- * The resource Args interfaces are written by hand (for their TSDoc), and pinned here to the
- * contract's request shapes: a field added, removed, renamed, made optional or given another
+ * The resource Args interfaces are generated from the packaged schema (provider/resources/args.ts),
+ * and pinned here to the contract's request shapes: a field added, removed, renamed, made optional or given another
  * type (an enum included) in either place fails to compile, in `npm run lint` (tsc) and here
  * (ts-jest type-checks this file). Null means "not configured", the same as absent.
  */
@@ -8,8 +8,7 @@ import type * as pulumi from "@pulumi/pulumi";
 import type { z } from "zod";
 import type { Camelize, ModuleProperty } from "../../provider/model/types";
 import type { EdgeArgs } from "../../provider/resources/edges";
-import type { HttpsEdgeRouteArgs } from "../../provider/resources/route";
-import type { TlsEdgeIpRestrictionArgs } from "../../provider/resources/tls-ip-restriction";
+import type { HttpsEdgeRouteArgs, TlsEdgeIpRestrictionArgs } from "../../provider/resources/args";
 import type {
   edgeCreateSchema,
   ModuleRequestInput,

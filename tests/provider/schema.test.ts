@@ -4,6 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { renderDynamicArgs } from "../../provider/plugin/dynamic-args";
 import { buildSchema, type PackageSchema, type PropertySpec } from "../../provider/plugin/schema";
 import { toCamel } from "../../provider/model/case";
 import {
@@ -23,6 +24,11 @@ test("the committed schema.json is up to date (else: npm run schema)", () => {
     readFileSync(join(ROOT, "provider/plugin/schema.json"), "utf8"),
   ) as PackageSchema;
   expect(committed).toEqual(schema);
+});
+
+test("the committed dynamic Args are up to date (else: npm run args)", () => {
+  // One doc source: the dynamic face's Args and TSDoc are written from this schema.
+  expect(readFileSync(join(ROOT, "provider/resources/args.ts"), "utf8")).toBe(renderDynamicArgs(schema));
 });
 
 /** Every property spec of the schema, with where it is. */
