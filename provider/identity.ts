@@ -17,7 +17,7 @@ import { join, resolve } from "node:path";
 import { parse } from "yaml";
 
 /** The stack name of a URN: `urn:pulumi:<stack>::<project>::<type>::<name>`. */
-export function stackOfUrn(urn: string): string {
+function stackOfUrn(urn: string): string {
   const match = /^urn:pulumi:([^:]+)::/.exec(urn);
   if (!match) throw new Error(`not a Pulumi URN: ${urn}`);
   return match[1]!;
@@ -29,7 +29,7 @@ const salts = new Map<string, string>();
  * The secret salt in the settings of stack `stack` of the project in `projectDir` (the engine runs
  * providers there), or "" when there is none. Read once per process and stack.
  */
-export function stackSalt(stack: string, projectDir = process.cwd()): string {
+function stackSalt(stack: string, projectDir = process.cwd()): string {
   const cacheKey = `${resolve(projectDir)}\n${stack}`;
   let salt = salts.get(cacheKey);
   if (salt === undefined) {

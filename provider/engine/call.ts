@@ -13,7 +13,7 @@ import { resourceLog } from "./log";
 const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 
 /** A retry as the CLI shows it: what failed, and how long the call may still go on. */
-export function retryText(n: RetryNotice): string {
+function retryText(n: RetryNotice): string {
   return `${n.operation}: ${n.reason} (attempt ${n.attempt}); retrying in ${secondsText(n.delayMs)}, giving up in ${secondsText(n.remainingMs)} (edge:requestDeadlineMs)`;
 }
 

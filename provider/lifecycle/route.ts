@@ -21,7 +21,7 @@ import { encodeChecked, type Lifecycle } from "./types";
  * A route's resource id is either the route's own id, its edge then coming from state (the
  * dynamic face), or `<edgeId>/<routeId>`, which says both (the packaged face, and any import).
  */
-export function locateRoute(id: string, stored: unknown): { edgeId: string; routeId: string } {
+function locateRoute(id: string, stored: unknown): { edgeId: string; routeId: string } {
   const parts = id.split("/");
   const edgeId = isProps(stored) ? stored.edgeId : undefined;
   if (parts.length === 1 && typeof edgeId === "string" && ID_PATTERN.test(edgeId) && ID_PATTERN.test(id)) {

@@ -48,8 +48,6 @@ interface AdoptInput {
 
 /** Canonical inputs of an HTTPS or TLS edge: `description`, `metadata`, `hostports`. */
 export type EdgeInputs = Camelize<z.output<typeof edgeCreateSchema>>;
-export type HttpsEdgeInputs = EdgeInputs;
-export type TlsEdgeInputs = EdgeInputs;
 
 /** Outputs of an edge: its inputs as stored, plus what the service assigns. */
 export type EdgeOutputs = EdgeInputs & {
@@ -58,8 +56,6 @@ export type EdgeOutputs = EdgeInputs & {
   /** RFC 3339 creation time. */
   createdAt: string;
 };
-export type HttpsEdgeOutputs = EdgeOutputs;
-export type TlsEdgeOutputs = EdgeOutputs;
 
 // ---------------------------------------------------------------- routes
 

@@ -20,7 +20,7 @@ export interface PropertyChange {
 }
 
 /** A path of wire names → the Pulumi path of the same property (the contract's path notation). */
-export const propertyPath = (wire: ReadonlyArray<string | number>): string => formatPath(camelPath(wire));
+const propertyPath = (wire: ReadonlyArray<string | number>): string => formatPath(camelPath(wire));
 
 /**
  * The leaves that differ between `current` and `desired` under `fields` (wire names at the top),

@@ -16,7 +16,7 @@ import * as pulumi from "@pulumi/pulumi";
 import type { ProviderKind } from "../runtime";
 
 /** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
-export const providerModule = (kind: ProviderKind): string =>
+const providerModule = (kind: ProviderKind): string =>
   `exports.handler = () => require("pulumi-edge/runtime").handlers.${kind};\n`;
 
 /**

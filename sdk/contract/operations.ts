@@ -59,10 +59,6 @@ export interface Operation {
 export type SuccessOf<O extends Operation> = O["success"] extends { schema: infer S extends z.ZodType }
   ? z.output<S>
   : void;
-/** The body `O` takes, as a caller writes it (defaults optional). */
-export type BodyOf<O extends Operation> = O["body"] extends { schema: infer S extends z.ZodType }
-  ? z.input<S>
-  : never;
 
 /** The path parameters of a template: `"/a/{x}/b/{y}"` → `"x" | "y"`. */
 export type PathParams<P extends string> = P extends `${string}{${infer Name}}${infer Rest}`

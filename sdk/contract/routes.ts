@@ -95,7 +95,6 @@ export const routeUpdateSchema = z.strictObject({
   ...moduleRequestFields,
 });
 export type RouteUpdate = z.input<typeof routeUpdateSchema>;
-export type RouteUpdateCanonical = z.output<typeof routeUpdateSchema>;
 
 type ModuleResponseFields = {
   [M in RouteModuleName]: z.ZodNullable<(typeof ROUTE_MODULES)[M]["response"]>;

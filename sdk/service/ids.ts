@@ -18,7 +18,7 @@ function randomByte(): number {
 }
 
 /** `count` random base62 characters, without modulo bias (rejection sampling). */
-export function randomBase62(count: number): string {
+function randomBase62(count: number): string {
   let out = "";
   while (out.length < count) {
     const byte = randomByte();

@@ -30,7 +30,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export function isLoopback(host: string): boolean {
+function isLoopback(host: string): boolean {
   return host === "localhost" || host === "::1" || host === "[::1]" || /^127(\.\d{1,3}){3}$/.test(host);
 }
 

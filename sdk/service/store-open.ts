@@ -14,7 +14,7 @@ export interface StoreChoice {
   log?: (line: string) => void;
 }
 
-export function isPostgresUrl(url: string): boolean {
+function isPostgresUrl(url: string): boolean {
   return /^postgres(ql)?:\/\//.test(url);
 }
 

@@ -58,7 +58,7 @@ function createMarkColumns(table: string): string {
  * bytes: PostgreSQL's TEXT cannot hold U+0000, which the API accepts (and SQLite stores). JSON
  * columns are TEXT: JSON.stringify escapes U+0000.
  */
-export const PG_MIGRATIONS: readonly string[] = [
+const PG_MIGRATIONS: readonly string[] = [
   `CREATE TABLE edges (
      seq BIGSERIAL PRIMARY KEY,
      id TEXT NOT NULL UNIQUE,
@@ -109,7 +109,7 @@ export const PG_MIGRATIONS: readonly string[] = [
      FROM idempotency_keys k WHERE (k.response::json ->> 'id') = routes.id;
    DROP TABLE idempotency_keys;`,
 ];
-export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
 const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
@@ -146,7 +146,7 @@ export interface PostgresStoreOptions {
 type Value = string | number | Buffer | null;
 
 /** The URL without its password, for logs and messages. */
-export function redactUrl(url: string): string {
+function redactUrl(url: string): string {
   try {
     const u = new URL(url);
     if (u.password) u.password = "***";

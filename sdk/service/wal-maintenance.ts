@@ -17,7 +17,7 @@ import type Database from "libsql";
 import { Checkpointer } from "./checkpointer";
 
 /** The WAL length (4 KiB pages, 64 MiB) past which it is started over: one fsync (5–13 ms here), so rarely. */
-export const REWIND_WAL_ABOVE_PAGES = 16_384;
+const REWIND_WAL_ABOVE_PAGES = 16_384;
 /** The WAL file's size bound, as a multiple of the rewind length (frames written between report and rewind). */
 const WAL_FILE_SLACK = 1.5;
 /** Writes in a row without the event loop turning, then a checkpoint here. */
