@@ -2,7 +2,13 @@
  * Provider configuration, read at call time (never captured into the serialized provider or
  * the state): stack config `edge:baseUrl`, `edge:apiKey` (secret), `edge:dataDir`,
  * `edge:requestTimeoutMs`, `edge:requestDeadlineMs`, with the environment as fallback
- * (EDGE_API_URL, EDGE_API_KEY, EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS, EDGE_REQUEST_DEADLINE_MS).
+ * (EDGE_API_URL, EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS, EDGE_REQUEST_DEADLINE_MS).
+ *
+ * The credential is the exception: `EDGE_API_KEY`, when set, wins over `edge:apiKey`. The
+ * environment of the `pulumi` command is always the current one, while the configuration a
+ * provider is handed on `refresh` and `destroy` can be the one saved at the last update (the
+ * dynamic face's, unless `--run-program`): a CI job that gives its own key by the environment
+ * never runs on a key someone else left in the state.
  */
 import { join } from "node:path";
 import { EdgeClient } from "../sdk/client";
@@ -48,7 +54,7 @@ function timeout(value: string | undefined, name: string): number | undefined {
 export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
   return {
     baseUrl: stack.baseUrl ?? (env.EDGE_API_URL || undefined),
-    apiKey: stack.apiKey ?? (env.EDGE_API_KEY || undefined),
+    apiKey: env.EDGE_API_KEY || stack.apiKey,
     // The engine runs providers in the project directory.
     dataDir: stack.dataDir ?? (env.EDGE_DATA_DIR || join(process.cwd(), ".edge-service")),
     requestTimeoutMs:
@@ -85,4 +91,21 @@ export function edgeClient(settings: ProviderSettings = currentSettings()): Edge
     clients.set(key, client);
   }
   return client;
+}
+
+/**
+ * The stack's current configuration of package `edge` (keys without the `edge:` prefix, secrets
+ * decrypted), which the engine hands every plugin it starts in `PULUMI_CONFIG`, refresh and
+ * destroy included; undefined where it does not.
+ */
+export function engineConfig(env: NodeJS.ProcessEnv = process.env): Record<string, unknown> | undefined {
+  if (!env.PULUMI_CONFIG) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(env.PULUMI_CONFIG);
+    return parsed !== null && typeof parsed === "object" && !Array.isArray(parsed)
+      ? Object.fromEntries(Object.entries(parsed))
+      : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -4,7 +4,7 @@
  * type tokens to resource kinds, Pulumi's secret wrappers in and out, a self-describing route id.
  */
 import type * as provider from "@pulumi/pulumi/provider";
-import { configureFromStack } from "../config";
+import { configureFromStack, engineConfig } from "../config";
 import { operation } from "../engine/call";
 import type { EdgeClient } from "../../sdk/client";
 import {
@@ -101,9 +101,19 @@ function handlerFor(urn: string): { kind: ResourceKind; handler: KindHandler } {
 export interface ProviderConfig {
   /** Provider inputs (`edge:baseUrl` as `baseUrl`), secrets possibly wrapped. */
   args: Record<string, unknown>;
-  /** Stack config variables (`edge:baseUrl`), secrets decrypted. */
+  /** Stack config variables (`edge:config:baseUrl`), secrets decrypted. */
   variables: Record<string, string>;
+  /** The provider resource's name, where the engine tells it (`default_0_1_0` for a default provider). */
+  name?: string;
 }
+
+/** A default provider is the stack config's, not the program's: `default` or `default_<version>`. */
+const isDefaultProvider = (name: string | undefined) => name !== undefined && /^default(_|$)/.test(name);
+
+/** The provider inputs the schema marks secret (`apiKey`): kept encrypted in the state whatever was typed. */
+const SECRET_CONFIG = Object.entries(buildSchema(VERSION).provider.inputProperties)
+  .filter(([, p]) => p.secret)
+  .map(([k]) => k);
 
 export class EdgeProvider implements provider.Provider {
   readonly version = VERSION;
@@ -112,15 +122,27 @@ export class EdgeProvider implements provider.Provider {
     return Promise.resolve(JSON.stringify(buildSchema(VERSION)));
   }
 
+  /**
+   * The provider's inputs as the state keeps them: the secret ones wrapped, so a key set without
+   * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this).
+   */
+  checkConfig(news: unknown): Record<string, unknown> {
+    return isProps(news) ? conceal(news, SECRET_CONFIG) : {};
+  }
+
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
-  configure({ args, variables }: ProviderConfig): void {
+  configure({ args, variables, name }: ProviderConfig): void {
+    // A default provider takes the stack's current config, which the engine hands the plugin
+    // even where `args` are those saved at the last update (refresh and destroy without
+    // --run-program): a key rotated or revoked since is the one used.
+    const current = isDefaultProvider(name) ? engineConfig() : undefined;
     const revealed = reveal(args);
-    const plain = isProps(revealed) ? revealed : {};
+    const plain = current ?? (isProps(revealed) ? revealed : {});
     configureFromStack({
       get: (key) => {
         const name = key.replace(/^edge:/, "");
         // Config values are scalars: strings, or numbers and booleans the engine parsed.
-        const value = plain[name] ?? variables[key];
+        const value = plain[name] ?? (current ? undefined : variables[`edge:config:${name}`]);
         return typeof value === "string" || typeof value === "number" || typeof value === "boolean"
           ? String(value) || undefined
           : undefined;

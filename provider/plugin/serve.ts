@@ -1,8 +1,10 @@
 /**
  * Serves EdgeProvider over Pulumi's provider protocol with `@pulumi/pulumi/provider`'s `main`,
- * mending three gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
+ * mending four gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
  * - its Configure answers without handing the configuration to the provider: we read the
- *   request's args and variables first, then let it answer (accepting secrets);
+ *   request's args, variables and provider name first, then let it answer (accepting secrets);
+ * - its CheckConfig is unimplemented, so the engine keeps provider inputs as typed: we answer
+ *   them with the schema's secret inputs (`apiKey`) wrapped, so the state keeps those encrypted;
  * - its Read calls `getProperties().toJavaScript()`, and an import sends no properties: we give
  *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`;
  * - its DiffResult has no detailed diff: we put the plan's, property path by path, on the answer,
@@ -23,7 +25,9 @@ type Handler = (call: Call, callback: Callback) => void;
 function mendServer(edge: EdgeProvider): void {
   type AddService = (this: unknown, service: object, impl: object) => void;
   const grpc = fromPulumi<{ Server: { prototype: { addService: AddService } } }>("@grpc/grpc-js");
-  const { Struct } = fromPulumi<{ Struct: new () => unknown }>("google-protobuf/google/protobuf/struct_pb");
+  const { Struct } = fromPulumi<{ Struct: (new () => unknown) & { fromJavaScript(v: object): unknown } }>(
+    "google-protobuf/google/protobuf/struct_pb",
+  );
   const addService = grpc.Server.prototype.addService;
   grpc.Server.prototype.addService = function (service: object, impl: object) {
     const original = impl as Record<string, Handler | undefined>;
@@ -42,7 +46,8 @@ function mendServer(edge: EdgeProvider): void {
           const map = call.request.getVariablesMap!() as { forEach(f: (v: string, k: string) => void): void };
           map.forEach((v, k) => (variables[k] = v));
           const args = call.request.getArgs!() as { toJavaScript(): Record<string, unknown> } | undefined;
-          edge.configure({ args: args?.toJavaScript() ?? {}, variables });
+          const name = call.request.getName?.() as string | undefined;
+          edge.configure({ args: args?.toJavaScript() ?? {}, variables, name: name || undefined });
         } catch (e) {
           callback(e);
           return;
@@ -50,6 +55,17 @@ function mendServer(edge: EdgeProvider): void {
         configure(call, callback);
       };
     }
+    handlers.checkConfig = (call, callback) => {
+      try {
+        const { CheckResponse } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
+        const news = call.request.getNews!() as { toJavaScript(): Record<string, unknown> } | undefined;
+        const response = new CheckResponse();
+        response.setInputs(Struct.fromJavaScript(edge.checkConfig(news?.toJavaScript() ?? {})));
+        callback(undefined, response);
+      } catch (e) {
+        callback(e);
+      }
+    };
     if (read) {
       handlers.read = (call, callback) => {
         if (!call.request.getProperties!()) call.request.setProperties!(new Struct());
@@ -72,6 +88,7 @@ function mendServer(edge: EdgeProvider): void {
 
 interface ProviderProto {
   PropertyDiff: new () => { setKind(k: number): void; setInputdiff(v: boolean): void };
+  CheckResponse: new () => { setInputs(inputs: unknown): void };
 }
 interface DiffAnswer {
   getDetaileddiffMap(): { set(key: string, value: unknown): void };

@@ -29,6 +29,30 @@ function urnOf(name: string, token: string, parent: pulumi.Resource | undefined)
   return `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::${token}::${name}`;
 }
 
+let configChecked = false;
+
+/**
+ * The engine saves the whole stack config as the dynamic provider's inputs in the state, a value
+ * typed without `--secret` in plaintext: a plaintext `edge:apiKey` stops the program before any
+ * resource is registered, so it never lands there.
+ */
+function refusePlaintextApiKey(): void {
+  if (configChecked) return;
+  configChecked = true;
+  // The SDK's own test (marked internal in its typings; present since 3.x).
+  const isConfigSecret: unknown = Reflect.get(pulumi.runtime, "isConfigSecret");
+  if (typeof isConfigSecret !== "function") return;
+  if (
+    pulumi.runtime.getConfig("edge:apiKey") &&
+    Reflect.apply(isConfigSecret, undefined, ["edge:apiKey"]) !== true
+  ) {
+    throw new pulumi.RunError(
+      "edge:apiKey is set in plaintext, and the engine would save it in the state as it is. " +
+        "Set it as a secret: pulumi config set --secret edge:apiKey <key> (or give it in EDGE_API_KEY).",
+    );
+  }
+}
+
 export abstract class EdgeDynamicResource extends pulumi.CustomResource {
   protected constructor(
     kind: ProviderKind,
@@ -37,6 +61,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
+    refusePlaintextApiKey();
     const token = `pulumi-nodejs:dynamic/edge:${type}`;
     super(
       token,

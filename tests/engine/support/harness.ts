@@ -34,9 +34,25 @@ export interface RecordedRequest {
  * The bundled service on an ephemeral port, recording every request (method, path, JSON body)
  * and letting a test inspect the stored state after each mutation.
  */
-export async function recordingServer(dataDir: string, opts: { apiKey?: string } = {}) {
+export async function recordingServer(
+  dataDir: string,
+  /** `acceptKeys`: the keys accepted now (a test rotates or revokes by changing the set). */
+  opts: { apiKey?: string; acceptKeys?: Set<string> } = {},
+) {
   const store = SqliteStore.open(dataDir);
   const app = createEdgeApp({ store, apiKey: opts.apiKey });
+  const refused = (req: Request): Response | undefined => {
+    if (!opts.acceptKeys) return undefined;
+    const token = /^Bearer\s+(.+)$/i.exec(req.headers.get("authorization") ?? "")?.[1];
+    if (token !== undefined && opts.acceptKeys.has(token)) return undefined;
+    const body = {
+      error_code: "ERR_EDGE_401",
+      status_code: 401,
+      msg: "the API key is not valid",
+      details: {},
+    };
+    return Response.json(body, { status: 401 });
+  };
   const requests: RecordedRequest[] = [];
   const afterMutation: Array<(r: RecordedRequest) => void | Promise<void>> = [];
   /** Consulted before the service: a fault answers instead of it (and is recorded as sent). */
@@ -49,7 +65,8 @@ export async function recordingServer(dataDir: string, opts: { apiKey?: string }
         fetch: async (req: Request) => {
           const text = req.method === "GET" || req.method === "DELETE" ? "" : await req.clone().text();
           const path = new URL(req.url).pathname;
-          const fault = faults.map((f) => f({ method: req.method, path })).find((r) => r !== undefined);
+          const fault =
+            refused(req) ?? faults.map((f) => f({ method: req.method, path })).find((r) => r !== undefined);
           const res = fault ?? (await app.fetch(req));
           const record = {
             method: req.method,
