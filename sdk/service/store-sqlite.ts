@@ -5,7 +5,7 @@
  * so in-process requests never interleave inside one); BEGIN IMMEDIATE serialises writers across
  * processes.
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
 import { errorField, errorMessage } from "../contract";
@@ -138,6 +138,39 @@ export interface StoreOptions {
   rewindWalAbovePages?: number;
 }
 
+/** The files of the database in its data directory (the rollback journal only outside WAL mode). */
+const DATABASE_FILES = ["edge.db", "edge.db-wal", "edge.db-shm", "edge.db-journal"];
+
+/**
+ * The data directory, only its owner may enter it (0700), created so or tightened so (a
+ * directory made by an older version was 0755). A shared directory (sticky bit, like /tmp) is
+ * refused rather than closed to everyone else.
+ */
+function secureDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { mode } = statSync(dir);
+  if (mode & 0o1000) {
+    throw new Error(
+      `${dir} is a shared directory (sticky bit, like /tmp): give the service a data directory of its own (--data)`,
+    );
+  }
+  if ((mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+}
+
+/**
+ * Only the owner may read or write the database's files (0600). A new database file is created
+ * so before SQLite opens it, and SQLite gives its -wal and -shm files the database file's mode;
+ * files of an older version (0644) are tightened.
+ */
+function secureDatabaseFiles(dir: string): void {
+  const database = join(dir, "edge.db");
+  if (!existsSync(database)) closeSync(openSync(database, "a", 0o600));
+  for (const name of DATABASE_FILES) {
+    const path = join(dir, name);
+    if (existsSync(path) && (statSync(path).mode & 0o777) !== 0o600) chmodSync(path, 0o600);
+  }
+}
+
 export class SqliteStore implements Store, StoreTx {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
@@ -168,7 +201,10 @@ export class SqliteStore implements Store, StoreTx {
    */
   static open(dataDir: string, opts: StoreOptions = {}): SqliteStore {
     const location = dataDir === ":memory:" ? ":memory:" : join(resolve(dataDir), "edge.db");
-    if (location !== ":memory:") mkdirSync(resolve(dataDir), { recursive: true });
+    if (location !== ":memory:") {
+      secureDataDir(resolve(dataDir));
+      secureDatabaseFiles(resolve(dataDir));
+    }
     const db = new Database(location);
     db.pragma("busy_timeout = 10000");
     if (location !== ":memory:") {
@@ -180,7 +216,14 @@ export class SqliteStore implements Store, StoreTx {
     // otherwise reads its pages from the OS, 1.6× the time it takes among 100 (BENCHMARKS.md).
     db.pragma("cache_size = -16384");
     const store = new SqliteStore(db, location);
-    store.migrate();
+    try {
+      store.migrate();
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    // The -wal and -shm files exist now: an older version's are tightened too.
+    if (location !== ":memory:") secureDatabaseFiles(resolve(dataDir));
     // After the first transaction, so the -shm file exists (it lives as long as our connection).
     if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
     if (opts.backgroundCheckpoints && store.walWatch) {
