@@ -22,7 +22,7 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
 /** Where keys come from, for messages. */
-export const KEY_SOURCES = "EDGE_SECRETS_KEY or --secrets-key-file";
+const KEY_SOURCES = "EDGE_SECRETS_KEY or --secrets-key-file";
 
 /** The secrets key cannot open a stored value, or is missing, or does not match the data. */
 export class SecretsKeyError extends Error {}
@@ -150,7 +150,7 @@ export class Secrets {
 }
 
 /** Whether a stored value is sealed (a plaintext SAML private key is a PEM: never this prefix). */
-export function isSealed(value: string): boolean {
+function isSealed(value: string): boolean {
   return value.startsWith(PREFIX);
 }
 
