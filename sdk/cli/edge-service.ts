@@ -3,12 +3,16 @@
  * edge-service serve [--port 8080] [--host 127.0.0.1]
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
+ *                    [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
+ * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
+ *                             [--data DIR | --database postgres://...]
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import { startServer } from "../service/server";
 import { DATA_TABLES } from "../service/store";
 import { openStore } from "../service/store-open";
@@ -17,24 +21,32 @@ import { embeddedTransport, httpTransport } from "../transport";
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
-                          [--pool-size 10]
+                          [--pool-size 10] [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
-          balancer; --pool-size: connections of this replica's pool)
+          balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
+          32 bytes, seals secrets at rest: without one they are stored unsealed)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
        edge-service migrate --from DIR --to postgres://...
-         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction)`;
+         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction;
+          sealed secrets are copied as they are: give the key with EDGE_SECRETS_KEY or
+          --secrets-key-file)
+       edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+         (re-seals every secret, sealed or not yet, under the key of NEW in one transaction;
+          refuses, changing nothing, when the old key does not open one. Stop the service first,
+          then start it with the new key)`;
 
 /** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
-async function migrate(from: string | undefined, to: string | undefined): Promise<number> {
+async function migrate(from: string | undefined, to: string | undefined, secrets: Secrets): Promise<number> {
   if (!from || !to) throw new Error("migrate needs --from DIR (a data directory) and --to postgres://...");
   if (!existsSync(join(from, "edge.db"))) {
     throw new Error(`${from} holds no edge.db: pass the data directory the service ran with (--data)`);
   }
-  const source = await openStore({ dataDir: from });
+  const source = await openStore({ dataDir: from, secrets });
   try {
-    const target = await openStore({ dataDir: from, databaseUrl: to });
+    const target = await openStore({ dataDir: from, databaseUrl: to, secrets });
     try {
       const dump = await source.dump();
       await target.load(dump);
@@ -57,16 +69,68 @@ async function migrate(from: string | undefined, to: string | undefined): Promis
   return 0;
 }
 
+/**
+ * `secrets rotate`: every secret of the store re-sealed under the new key, in one transaction.
+ * The old key is the one the service ran with (`--from-key-file`, else EDGE_SECRETS_KEY; none if
+ * nothing was ever sealed).
+ */
+async function rotate(opts: {
+  fromKeyFile?: string;
+  toKeyFile?: string;
+  dataDir: string;
+  databaseUrl?: string;
+}): Promise<number> {
+  if (opts.toKeyFile === undefined) {
+    throw new Error(
+      "secrets rotate needs --to-key-file NEW (the new key, base64 of 32 bytes: openssl rand -base64 32)",
+    );
+  }
+  const to = SecretsKey.fromFile(opts.toKeyFile, "--to-key-file");
+  const from =
+    opts.fromKeyFile === undefined
+      ? secretsKeyFrom(undefined)
+      : SecretsKey.fromFile(opts.fromKeyFile, "--from-key-file");
+  if (opts.databaseUrl === undefined && !existsSync(join(opts.dataDir, "edge.db"))) {
+    throw new Error(
+      `${opts.dataDir} holds no edge.db: pass the data directory the service runs with (--data)`,
+    );
+  }
+  const refused = (e: unknown) =>
+    e instanceof SecretsKeyError
+      ? new Error(
+          `secrets rotate refused, nothing was changed: the old key (${from ? `${from.id}, from ${opts.fromKeyFile === undefined ? "EDGE_SECRETS_KEY" : "--from-key-file"}` : "none given"}) does not open the stored secrets: ${e.message}. Pass the key the service runs with as --from-key-file`,
+        )
+      : e;
+  const store = await openStore({
+    dataDir: opts.dataDir,
+    databaseUrl: opts.databaseUrl,
+    secrets: new Secrets(from),
+  }).catch((e: unknown) => {
+    throw refused(e);
+  });
+  try {
+    const count = await store.resealSecrets(new Secrets(to)).catch((e: unknown) => {
+      throw refused(e);
+    });
+    console.log(
+      `re-sealed ${count} secrets of ${store.location} under secrets key ${to.id} (was ${from?.id ?? "none"}): start the service with the new key`,
+    );
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
 /** One API call against a data directory (in-process) or a running service. */
 async function request(
   method: string,
   path: string,
-  opts: { body?: string; data: string; url?: string; apiKey?: string },
+  opts: { body?: string; data: string; url?: string; apiKey?: string; secretsKeyFile?: string },
 ) {
   if (!path.startsWith("/")) throw new Error(`PATH must start with "/", got ${path}`);
   const transport = opts.url
     ? httpTransport({ baseUrl: opts.url, apiKey: opts.apiKey, retries: 2 })
-    : embeddedTransport({ dataDir: opts.data });
+    : embeddedTransport({ dataDir: opts.data, secretsKeyFile: opts.secretsKeyFile });
   const response = await transport.send(
     new Request(transport.baseUrl + path, {
       method: method.toUpperCase(),
@@ -95,6 +159,9 @@ async function main(argv: string[]): Promise<number> {
       "pool-size": { type: "string" },
       from: { type: "string" },
       to: { type: "string" },
+      "secrets-key-file": { type: "string" },
+      "from-key-file": { type: "string" },
+      "to-key-file": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -105,9 +172,20 @@ async function main(argv: string[]): Promise<number> {
       data: values.data,
       url: values.url,
       apiKey,
+      secretsKeyFile: values["secrets-key-file"],
     });
   }
-  if (positionals[0] === "migrate" && positionals.length === 1) return migrate(values.from, values.to);
+  if (positionals[0] === "migrate" && positionals.length === 1) {
+    return migrate(values.from, values.to, new Secrets(secretsKeyFrom(values["secrets-key-file"])));
+  }
+  if (positionals[0] === "secrets" && positionals[1] === "rotate" && positionals.length === 2) {
+    return rotate({
+      fromKeyFile: values["from-key-file"],
+      toKeyFile: values["to-key-file"],
+      dataDir: values.data,
+      databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
+    });
+  }
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
     console.error(USAGE);
     return values.help ? 0 : 2;
@@ -131,7 +209,9 @@ async function main(argv: string[]): Promise<number> {
       throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
+  const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
   const server = await startServer({
+    secretsKey,
     dataDir: values.data,
     databaseUrl,
     poolSize,

@@ -6,6 +6,7 @@ import type { Context } from "hono";
 import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER, REPLAYED_HEADER } from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
+import { SecretsKeyError } from "./secrets";
 import { StoreUnavailable } from "./store";
 
 export type Env = { Variables: { operationId: string; body: unknown; replayed: boolean } };
@@ -69,6 +70,17 @@ export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) =
         {
           headers: { "Retry-After": "1" },
         },
+      ),
+    );
+  }
+  if (err instanceof SecretsKeyError) {
+    // A replica left running with the old key after `secrets rotate`, or data sealed elsewhere.
+    log?.(`secrets key error ${operationId(c)}: ${err.message}`);
+    return errorResponse(
+      c,
+      new ApiError(
+        "internal",
+        "the service's secrets key does not open a stored secret: its operator must restart it with the key the data is sealed with (the service's log says which)",
       ),
     );
   }

@@ -2,6 +2,12 @@
  * The rows of both stores, decoded and encoded in one place: what a database hands back (columns
  * as plain values, JSON columns as text) → typed rows, and typed values → the columns written.
  * SQLite and PostgreSQL differ in their statements, not in their rows.
+ *
+ * Secrets are sealed and opened here too (see ./secrets), with the `Secrets` of the store: the
+ * secret fields of a route's modules (SECRET_PATHS) and a route's SAML private key. A sealed
+ * field of the modules JSON holds `{"sealed": "sealed:v1:…"}` in place of its string, so a
+ * client's secret that happens to start with "sealed:" stays a plain string, never mistaken for a
+ * sealed one; the private key column holds the sealed text itself (a PEM never starts so).
  */
 import {
   MATCH_TYPES,
@@ -9,6 +15,7 @@ import {
   type RouteModuleName,
   type TlsIpRestrictionMutate,
 } from "../contract";
+import type { Secrets } from "./secrets";
 import type { CreatedObject, CreatedTable, EdgeKind, EdgeRow, RouteRow } from "./store";
 
 /** A row as a database driver returns it: an object of columns, read only through `column`. */
@@ -78,7 +85,8 @@ export function edgeRow(raw: Raw): EdgeRow {
   };
 }
 
-export function routeRow(raw: Raw): RouteRow {
+export function routeRow(raw: Raw, secrets: Secrets): RouteRow {
+  const id = text(raw, "id");
   return {
     seq: int(raw, "seq"),
     id: text(raw, "id"),
@@ -88,8 +96,106 @@ export function routeRow(raw: Raw): RouteRow {
     description: text(raw, "description"),
     metadata: text(raw, "metadata"),
     created_at: text(raw, "created_at"),
-    modules: json<StoredModules>(raw, "modules"),
+    modules: openModules(text(raw, "modules"), secrets, id),
   };
+}
+
+/**
+ * Where the secret fields of a route's modules are: the module, then the path inside it; "*" is
+ * every provider slot of OAuth (one is set).
+ */
+const SECRET_PATHS: ReadonlyArray<readonly string[]> = [
+  ["webhook_verification", "secret"],
+  ["oauth", "provider", "*", "client_secret"],
+  ["oidc", "client_secret"],
+];
+
+/** A sealed field of the modules JSON: `{"sealed": "sealed:v1:…"}`. */
+const SEALED_KEY = "sealed";
+const SEALED_MARK = `{"${SEALED_KEY}":"sealed:`;
+
+/** `value` with `f` applied at the end of `path` (copied along it, never changed in place). */
+function mapPath(
+  value: unknown,
+  path: readonly string[],
+  where: string,
+  f: (leaf: unknown, where: string) => unknown,
+): unknown {
+  if (path.length === 0) return f(value, where);
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
+  const out: Record<string, unknown> = { ...value };
+  const [head, ...rest] = path;
+  for (const k of head === "*" ? Object.keys(out) : [head!]) {
+    if (out[k] !== undefined && out[k] !== null) out[k] = mapPath(out[k], rest, `${where}.${k}`, f);
+  }
+  return out;
+}
+
+/** Every secret field of a route's modules mapped by `f` (`where` names it in errors). */
+function mapSecrets(
+  modules: unknown,
+  routeId: string,
+  f: (leaf: unknown, where: string) => unknown,
+): unknown {
+  return SECRET_PATHS.reduce((value, path) => mapPath(value, path, `route ${routeId}: modules`, f), modules);
+}
+
+/** The plaintext of a stored secret field: a string as it is, a sealed one opened. */
+function openField(secrets: Secrets, leaf: unknown, where: string): unknown {
+  if (typeof leaf !== "object" || leaf === null) return leaf;
+  const sealed: unknown = Reflect.get(leaf, SEALED_KEY);
+  if (typeof sealed !== "string") throw new BrokenRow(where, "a string or a sealed value");
+  return secrets.open(sealed, where);
+}
+
+/** A secret field as stored: sealed when there is a key and a secret (an empty one is none). */
+function sealField(secrets: Secrets, leaf: unknown): unknown {
+  if (typeof leaf !== "string" || leaf === "" || secrets.key === undefined) return leaf;
+  return { [SEALED_KEY]: secrets.seal(leaf) };
+}
+
+/** A route's modules column read: its sealed fields opened. */
+function openModules(stored: string, secrets: Secrets, routeId: string): StoredModules {
+  const parsed: unknown = JSON.parse(stored);
+  // Most rows hold nothing sealed: they are returned as parsed.
+  if (!stored.includes(SEALED_MARK)) return parsed as StoredModules;
+  return mapSecrets(parsed, routeId, (leaf, where) => openField(secrets, leaf, where)) as StoredModules;
+}
+
+/** A route's modules as the column stores them: JSON, its secret fields sealed. */
+export function encodeModules(modules: StoredModules, secrets: Secrets, routeId: string): string {
+  if (secrets.key === undefined) return JSON.stringify(modules);
+  return JSON.stringify(mapSecrets(modules, routeId, (leaf) => sealField(secrets, leaf)));
+}
+
+/** A route's SAML private key as stored: sealed when there is a key. */
+export const encodeSamlPrivateKey = (privateKeyPem: string, secrets: Secrets): string =>
+  secrets.seal(privateKeyPem);
+
+/**
+ * A row of `id, modules` from routes, re-sealed: every secret opened with `from` (a value it does
+ * not open is an error) and sealed with `to`. The new column, and how many secrets it holds.
+ */
+export function resealRouteModules(
+  raw: Raw,
+  from: Secrets,
+  to: Secrets,
+): [routeId: string, modules: string, secrets: number] {
+  const id = text(raw, "id");
+  let count = 0;
+  const opened = mapSecrets(JSON.parse(text(raw, "modules")), id, (leaf, where) => {
+    const plain = openField(from, leaf, where);
+    if (typeof plain === "string" && plain !== "") count++;
+    return plain;
+  }) as StoredModules;
+  return [id, encodeModules(opened, to, id), count];
+}
+
+/** A row of `route_id, private_key_pem` from route_saml_keys, re-sealed from `from` to `to`. */
+export function resealSamlKey(raw: Raw, from: Secrets, to: Secrets): [routeId: string, privateKey: string] {
+  const routeId = text(raw, "route_id");
+  const plain = from.open(text(raw, "private_key_pem"), `route ${routeId}: SAML private key`);
+  return [routeId, encodeSamlPrivateKey(plain, to)];
 }
 
 const ipPolicyOf = (raw: Raw): StoredIpPolicy => json<StoredIpPolicy>(raw, "config");
@@ -124,5 +230,5 @@ export function createdObject(raw: Raw): CreatedObject {
   };
 }
 
-/** Columns written as JSON text. */
-export const encodeJson = (value: string[] | StoredModules | StoredIpPolicy): string => JSON.stringify(value);
+/** Columns written as JSON text (a route's modules: encodeModules). */
+export const encodeJson = (value: string[] | StoredIpPolicy): string => JSON.stringify(value);

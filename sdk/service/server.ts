@@ -2,6 +2,7 @@
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
 import type { Store } from "./store";
+import { Secrets, type SecretsKey, UNSEALED_WARNING } from "./secrets";
 import { openStore } from "./store-open";
 
 export interface ServerOptions {
@@ -18,6 +19,11 @@ export interface ServerOptions {
   apiKey?: string;
   rateLimitPerMinute?: number;
   log?: (line: string) => void;
+  /**
+   * Seals the secrets at rest (see ./secrets); without one they are stored unsealed, and the
+   * server says so at start (`log`).
+   */
+  secretsKey?: SecretsKey;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
 }
@@ -47,7 +53,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     backgroundCheckpoints: true,
     poolSize: opts.poolSize,
     log: opts.log,
+    secrets: new Secrets(opts.secretsKey),
   });
+  if (opts.secretsKey === undefined) opts.log?.(UNSEALED_WARNING);
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,

@@ -1,4 +1,5 @@
 /** Chooses the store at start-up: PostgreSQL when a database URL is given, else SQLite in a data directory. */
+import type { Secrets } from "./secrets";
 import type { Store } from "./store";
 import { SqliteStore } from "./store-sqlite";
 
@@ -12,6 +13,8 @@ export interface StoreChoice {
   /** PostgreSQL: connections of this process's pool. */
   poolSize?: number;
   log?: (line: string) => void;
+  /** The secrets key (see ./secrets); default: none, secrets stored unsealed. */
+  secrets?: Secrets;
 }
 
 function isPostgresUrl(url: string): boolean {
@@ -27,7 +30,14 @@ export async function openStore(choice: StoreChoice): Promise<Store> {
     }
     // Loaded only here: a SQLite service never loads pg.
     const { PostgresStore } = require("./store-postgres") as typeof import("./store-postgres");
-    return PostgresStore.open(choice.databaseUrl, { poolSize: choice.poolSize, log: choice.log });
+    return PostgresStore.open(choice.databaseUrl, {
+      poolSize: choice.poolSize,
+      log: choice.log,
+      secrets: choice.secrets,
+    });
   }
-  return SqliteStore.open(choice.dataDir, { backgroundCheckpoints: choice.backgroundCheckpoints });
+  return SqliteStore.open(choice.dataDir, {
+    backgroundCheckpoints: choice.backgroundCheckpoints,
+    secrets: choice.secrets,
+  });
 }

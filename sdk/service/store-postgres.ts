@@ -38,6 +38,10 @@ import {
   createdObject,
   edgeRow,
   encodeJson,
+  encodeModules,
+  encodeSamlPrivateKey,
+  resealRouteModules,
+  resealSamlKey,
   type Raw,
   samlCertificateRow,
   seqOf,
@@ -45,6 +49,7 @@ import {
   routeRow,
   type StoredIpPolicy,
 } from "./rows";
+import { SECRETS_KEY_ID, Secrets } from "./secrets";
 
 /** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
 function createMarkColumns(table: string): string {
@@ -141,6 +146,8 @@ export interface PostgresStoreOptions {
   connectTimeoutMs?: number;
   /** Told about errors of idle connections (a database restart); default: ignored. */
   log?: (line: string) => void;
+  /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
+  secrets?: Secrets;
 }
 
 type Value = string | number | Buffer | null;
@@ -200,6 +207,7 @@ export class PgTx implements StoreTx {
     private readonly client: pg.PoolClient,
     /** Write transactions lock the rows they read to change. */
     private readonly writing: boolean,
+    private readonly secrets: Secrets,
   ) {}
 
   /** A named (prepared once per connection) statement. */
@@ -269,7 +277,7 @@ export class PgTx implements StoreTx {
         bytes(r.description),
         bytes(r.metadata),
         r.created_at,
-        encodeJson(r.modules),
+        encodeModules(r.modules, this.secrets, r.id),
         made?.key ?? null,
         made?.request ?? null,
       ],
@@ -285,7 +293,7 @@ export class PgTx implements StoreTx {
           edgeId,
         ])
       : await this.q("route_get", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId]);
-    return r ? routeRow(r) : undefined;
+    return r ? routeRow(r, this.secrets) : undefined;
   }
 
   async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
@@ -294,14 +302,21 @@ export class PgTx implements StoreTx {
       "SELECT * FROM routes WHERE edge_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
       [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
     );
-    return rows.map(routeRow);
+    return rows.map((r) => routeRow(r, this.secrets));
   }
 
   async updateRoute(id: string, c: RouteChanges): Promise<void> {
     await this.q(
       "route_update",
       "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
-      [c.match_type, bytes(c.match), bytes(c.description), bytes(c.metadata), encodeJson(c.modules), id],
+      [
+        c.match_type,
+        bytes(c.match),
+        bytes(c.description),
+        bytes(c.metadata),
+        encodeModules(c.modules, this.secrets, id),
+        id,
+      ],
     );
   }
 
@@ -328,7 +343,7 @@ export class PgTx implements StoreTx {
     await this.q(
       "saml_put",
       "INSERT INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES ($1, $2, $3) ON CONFLICT (route_id) DO NOTHING",
-      [routeId, certificatePem, privateKeyPem],
+      [routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.secrets)],
     );
   }
 
@@ -397,7 +412,11 @@ export class PostgresStore implements Store {
   private counterNow?: Promise<string>;
   private counterNext?: Promise<string>;
 
-  private constructor(pool: pg.Pool, url: string) {
+  private constructor(
+    pool: pg.Pool,
+    url: string,
+    private secrets: Secrets,
+  ) {
     this.pool = pool;
     this.location = redactUrl(url);
   }
@@ -420,7 +439,7 @@ export class PostgresStore implements Store {
     pool.on("error", (e) =>
       opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
     );
-    const store = new PostgresStore(pool, url);
+    const store = new PostgresStore(pool, url, opts.secrets ?? new Secrets());
     try {
       await store.migrate();
     } catch (e) {
@@ -438,7 +457,10 @@ export class PostgresStore implements Store {
 
   /**
    * Runs the missing migrations in one transaction under an advisory lock: a replica starting
-   * while another migrates waits for it, then finds the schema current.
+   * while another migrates waits for it, then finds the schema current. In the same transaction,
+   * the key the secrets are sealed under is checked against this replica's (see
+   * Secrets.checkStoredKeyId): replicas starting together with different keys cannot both record
+   * theirs.
    */
   private async migrate(): Promise<void> {
     const client = await this.pool.connect();
@@ -462,6 +484,11 @@ export class PostgresStore implements Store {
           [String(PG_SCHEMA_VERSION)],
         );
       }
+      const stored = await client.query<{ value: string }>("SELECT value FROM meta WHERE key = $1", [
+        SECRETS_KEY_ID,
+      ]);
+      const record = this.secrets.checkStoredKeyId(stored.rows[0]?.value, this.location);
+      if (record !== undefined) await setMeta(client, SECRETS_KEY_ID, record);
       await client.query("COMMIT");
       client.release();
     } catch (e) {
@@ -485,7 +512,7 @@ export class PostgresStore implements Store {
     let broken = false;
     try {
       await client.query(begin);
-      const result = await fn(new PgTx(client, writing));
+      const result = await fn(new PgTx(client, writing, this.secrets));
       await client.query("COMMIT");
       return result;
     } catch (e) {
@@ -608,7 +635,57 @@ export class PostgresStore implements Store {
     }
   }
 
+  /**
+   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`), the
+   * tables locked against writers meanwhile: each one opened with this store's key (a value it
+   * does not open aborts it all, changing nothing) and sealed with `to`, whose key id is recorded.
+   * Returns how many secrets were re-sealed.
+   */
+  async resealSecrets(to: Secrets): Promise<number> {
+    const client = await this.connect();
+    try {
+      await client.query("BEGIN");
+      await client.query("LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE");
+      let n = 0;
+      const routes = await client.query<Raw>("SELECT id, modules FROM routes");
+      for (const raw of routes.rows) {
+        const [id, modules, secrets] = resealRouteModules(raw, this.secrets, to);
+        if (secrets === 0) continue;
+        await client.query("UPDATE routes SET modules = $1 WHERE id = $2", [modules, id]);
+        n += secrets;
+      }
+      const keys = await client.query<Raw>("SELECT route_id, private_key_pem FROM route_saml_keys");
+      for (const raw of keys.rows) {
+        const [routeId, privateKey] = resealSamlKey(raw, this.secrets, to);
+        await client.query("UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2", [
+          privateKey,
+          routeId,
+        ]);
+        n++;
+      }
+      await setMeta(client, SECRETS_KEY_ID, to.key?.id);
+      await client.query("COMMIT");
+      this.secrets = to;
+      return n;
+    } catch (e) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw translate(e);
+    } finally {
+      client.release();
+    }
+  }
+
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** Sets (or, with no value, removes) a row of the meta table. */
+async function setMeta(client: pg.PoolClient, key: string, value: string | undefined): Promise<void> {
+  if (value === undefined) await client.query("DELETE FROM meta WHERE key = $1", [key]);
+  else
+    await client.query(
+      "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      [key, value],
+    );
 }

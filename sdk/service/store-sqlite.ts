@@ -5,7 +5,7 @@
  * so in-process requests never interleave inside one); BEGIN IMMEDIATE serialises writers across
  * processes.
  */
-import { mkdirSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
 import { errorField, errorMessage } from "../contract";
@@ -26,6 +26,10 @@ import {
   createdObject,
   edgeRow,
   encodeJson,
+  encodeModules,
+  encodeSamlPrivateKey,
+  resealRouteModules,
+  resealSamlKey,
   type Raw,
   samlCertificateRow,
   tlsRestrictionRow,
@@ -34,6 +38,7 @@ import {
   routeRow,
   type StoredIpPolicy,
 } from "./rows";
+import { SECRETS_KEY_ID, Secrets } from "./secrets";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
 
@@ -136,6 +141,41 @@ export interface StoreOptions {
   backgroundCheckpoints?: boolean;
   /** With background checkpoints: WAL length in pages past which it is started over. */
   rewindWalAbovePages?: number;
+  /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
+  secrets?: Secrets;
+}
+
+/** The files of the database in its data directory (the rollback journal only outside WAL mode). */
+const DATABASE_FILES = ["edge.db", "edge.db-wal", "edge.db-shm", "edge.db-journal"];
+
+/**
+ * The data directory, only its owner may enter it (0700), created so or tightened so (a
+ * directory made by an older version was 0755). A shared directory (sticky bit, like /tmp) is
+ * refused rather than closed to everyone else.
+ */
+function secureDataDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const { mode } = statSync(dir);
+  if (mode & 0o1000) {
+    throw new Error(
+      `${dir} is a shared directory (sticky bit, like /tmp): give the service a data directory of its own (--data)`,
+    );
+  }
+  if ((mode & 0o777) !== 0o700) chmodSync(dir, 0o700);
+}
+
+/**
+ * Only the owner may read or write the database's files (0600). A new database file is created
+ * so before SQLite opens it, and SQLite gives its -wal and -shm files the database file's mode;
+ * files of an older version (0644) are tightened.
+ */
+function secureDatabaseFiles(dir: string): void {
+  const database = join(dir, "edge.db");
+  if (!existsSync(database)) closeSync(openSync(database, "a", 0o600));
+  for (const name of DATABASE_FILES) {
+    const path = join(dir, name);
+    if (existsSync(path) && (statSync(path).mode & 0o777) !== 0o600) chmodSync(path, 0o600);
+  }
 }
 
 export class SqliteStore implements Store, StoreTx {
@@ -156,7 +196,11 @@ export class SqliteStore implements Store, StoreTx {
   private busy = false;
   private readonly waiting: Array<() => void> = [];
 
-  private constructor(db: Database.Database, location: string) {
+  private constructor(
+    db: Database.Database,
+    location: string,
+    private secrets: Secrets,
+  ) {
     this.db = db;
     this.location = location;
   }
@@ -168,7 +212,10 @@ export class SqliteStore implements Store, StoreTx {
    */
   static open(dataDir: string, opts: StoreOptions = {}): SqliteStore {
     const location = dataDir === ":memory:" ? ":memory:" : join(resolve(dataDir), "edge.db");
-    if (location !== ":memory:") mkdirSync(resolve(dataDir), { recursive: true });
+    if (location !== ":memory:") {
+      secureDataDir(resolve(dataDir));
+      secureDatabaseFiles(resolve(dataDir));
+    }
     const db = new Database(location);
     db.pragma("busy_timeout = 10000");
     if (location !== ":memory:") {
@@ -179,8 +226,15 @@ export class SqliteStore implements Store, StoreTx {
     // 16 MiB of page cache (SQLite's default is 2): with 10,000 routes, a PATCH of a random one
     // otherwise reads its pages from the OS, 1.6× the time it takes among 100 (BENCHMARKS.md).
     db.pragma("cache_size = -16384");
-    const store = new SqliteStore(db, location);
-    store.migrate();
+    const store = new SqliteStore(db, location, opts.secrets ?? new Secrets());
+    try {
+      store.migrate();
+    } catch (e) {
+      db.close();
+      throw e;
+    }
+    // The -wal and -shm files exist now: an older version's are tightened too.
+    if (location !== ":memory:") secureDatabaseFiles(resolve(dataDir));
     // After the first transaction, so the -shm file exists (it lives as long as our connection).
     if (location !== ":memory:") store.walWatch = WalIndexWatch.open(location);
     if (opts.backgroundCheckpoints && store.walWatch) {
@@ -193,7 +247,8 @@ export class SqliteStore implements Store, StoreTx {
    * Brings the schema up to date in one transaction. A migration may rebuild a table (SQLite's
    * documented procedure): foreign keys must be off while it does, or dropping the old table would
    * cascade into its children, and the pragma only takes effect outside a transaction. So they are
-   * off for the whole of it, and checked before the commit.
+   * off for the whole of it, and checked before the commit. In the same transaction, the key the
+   * secrets are sealed under is checked against the store's (see Secrets.checkStoredKeyId).
    */
   private migrate(): void {
     this.db.pragma("foreign_keys = OFF");
@@ -208,6 +263,7 @@ export class SqliteStore implements Store, StoreTx {
               `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
             );
           }
+          this.checkSecretsKey();
           if (current === SCHEMA_VERSION) return;
           for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
           const broken = this.db.pragma("foreign_key_check") as unknown[];
@@ -224,6 +280,50 @@ export class SqliteStore implements Store, StoreTx {
     } finally {
       this.db.pragma("foreign_keys = ON");
     }
+  }
+
+  /** Refuses a key that is not the one the data is sealed under; records it on the first start with one. */
+  private checkSecretsKey(): void {
+    const row = this.one("SELECT value FROM meta WHERE key = ?", SECRETS_KEY_ID);
+    const record = this.secrets.checkStoredKeyId(row ? textValue(row) : undefined, this.location);
+    if (record !== undefined) this.setMeta(SECRETS_KEY_ID, record);
+  }
+
+  private setMeta(key: string, value: string | undefined): void {
+    if (value === undefined) this.sql("DELETE FROM meta WHERE key = ?").run(key);
+    else
+      this.sql(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+      ).run(key, value);
+  }
+
+  /**
+   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`): each one
+   * opened with this store's key (a value it does not open aborts it all, changing nothing) and
+   * sealed with `to`, whose key id is recorded. Returns how many secrets were re-sealed.
+   */
+  async resealSecrets(to: Secrets): Promise<number> {
+    const count = await this.write(() => {
+      let n = 0;
+      for (const raw of this.all("SELECT id, modules FROM routes")) {
+        const [id, modules, secrets] = resealRouteModules(raw, this.secrets, to);
+        if (secrets === 0) continue;
+        this.sql("UPDATE routes SET modules = ? WHERE id = ?").run(modules, id);
+        n += secrets;
+      }
+      for (const raw of this.all("SELECT route_id, private_key_pem FROM route_saml_keys")) {
+        const [routeId, privateKey] = resealSamlKey(raw, this.secrets, to);
+        this.sql("UPDATE route_saml_keys SET private_key_pem = ? WHERE route_id = ?").run(
+          privateKey,
+          routeId,
+        );
+        n++;
+      }
+      this.setMeta(SECRETS_KEY_ID, to.key?.id);
+      return Promise.resolve(n);
+    });
+    this.secrets = to;
+    return count;
   }
 
   /**
@@ -404,7 +504,7 @@ export class SqliteStore implements Store, StoreTx {
           r.description,
           r.metadata,
           r.created_at,
-          encodeJson(r.modules),
+          encodeModules(r.modules, this.secrets, r.id),
           made?.key ?? null,
           made?.request ?? null,
         ).lastInsertRowid,
@@ -416,7 +516,7 @@ export class SqliteStore implements Store, StoreTx {
 
   async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
     const r = this.one("SELECT * FROM routes WHERE id = ? AND edge_id = ?", id, edgeId);
-    return r ? routeRow(r) : undefined;
+    return r ? routeRow(r, this.secrets) : undefined;
   }
 
   async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
@@ -425,7 +525,7 @@ export class SqliteStore implements Store, StoreTx {
       edgeId,
       beforeSeq ?? Number.MAX_SAFE_INTEGER,
       limit,
-    ).map(routeRow);
+    ).map((r) => routeRow(r, this.secrets));
   }
 
   /** Writes a route's fields and its whole set of modules (one row). */
@@ -433,7 +533,7 @@ export class SqliteStore implements Store, StoreTx {
     try {
       this.sql(
         "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
-      ).run(c.match_type, c.match, c.description, c.metadata, encodeJson(c.modules), id);
+      ).run(c.match_type, c.match, c.description, c.metadata, encodeModules(c.modules, this.secrets, id), id);
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
@@ -459,7 +559,7 @@ export class SqliteStore implements Store, StoreTx {
   async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
     this.sql(
       "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
-    ).run(routeId, certificatePem, privateKeyPem);
+    ).run(routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.secrets));
   }
 
   // ------------------------------------------------------------------ TLS IP restriction

@@ -10,6 +10,7 @@
 
 import type { MatchType } from "../contract";
 import type { StoredIpPolicy, StoredModules } from "./rows";
+import type { Secrets } from "./secrets";
 
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {
@@ -140,5 +141,12 @@ export interface Store {
    * store that holds data.
    */
   load(dump: StoreDump): Promise<void>;
+  /**
+   * Re-seals every stored secret under `to` in one transaction (`edge-service secrets rotate`):
+   * each opened with the store's own key, plaintext ones taken as they are; a value the store's
+   * key does not open aborts it all, changing nothing. Records `to`'s key id as the data's; the
+   * store seals with `to` afterwards. Returns how many secrets were re-sealed.
+   */
+  resealSecrets(to: Secrets): Promise<number>;
   close(): void | Promise<void>;
 }

@@ -5,6 +5,11 @@ import type { Transport } from "./types";
 export interface EmbeddedTransportOptions {
   /** Data directory of the embedded database (created on first use), or ":memory:". */
   dataDir: string;
+  /**
+   * A file holding the key that seals secrets at rest (as `edge-service --secrets-key-file`);
+   * default: the environment's `EDGE_SECRETS_KEY`, else none (stored unsealed).
+   */
+  secretsKeyFile?: string;
 }
 
 /** Origin of in-process requests; Refs returned by the embedded service are built on it. */
@@ -25,7 +30,10 @@ export function embeddedTransport(opts: EmbeddedTransportOptions): Transport {
   if (!entry) {
     const { SqliteStore } = require("../service/store-sqlite") as typeof import("../service/store-sqlite");
     const { createEdgeApp } = require("../service/app") as typeof import("../service/app");
-    const store = SqliteStore.open(opts.dataDir);
+    const { Secrets, secretsKeyFrom } = require("../service/secrets") as typeof import("../service/secrets");
+    const store = SqliteStore.open(opts.dataDir, {
+      secrets: new Secrets(secretsKeyFrom(opts.secretsKeyFile)),
+    });
     const app = createEdgeApp({ store });
     entry = { store, fetch: (req) => app.fetch(req) };
     apps.set(key, entry);
