@@ -2,6 +2,7 @@
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
+import { type LogFormat, serviceLog } from "./log";
 import type { Store } from "./store";
 import { openStore } from "./store-open";
 
@@ -18,7 +19,12 @@ export interface ServerOptions {
   port?: number;
   apiKey?: string;
   rateLimitPerMinute?: number;
+  /** Where the log's lines go (see EdgeAppOptions). */
   log?: (line: string) => void;
+  /** `text` (default) or `json`: one JSON object per line. */
+  logFormat?: LogFormat;
+  /** Prometheus metrics at `GET /metrics` (default on; with the API key when there is one). */
+  metrics?: boolean;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
 }
@@ -42,18 +48,21 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
     );
   }
+  const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
   const store = await openStore({
     dataDir: opts.dataDir,
     databaseUrl: opts.databaseUrl,
     backgroundCheckpoints: true,
     poolSize: opts.poolSize,
-    log: opts.log,
+    log: log && ((line) => log.event("warn", line)),
   });
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,
     rateLimitPerMinute: opts.rateLimitPerMinute,
     log: opts.log,
+    logFormat: opts.logFormat,
+    metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
