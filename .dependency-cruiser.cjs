@@ -93,10 +93,10 @@ module.exports = {
     {
       name: "heavy-dependencies-only-in-the-service",
       severity: "error",
-      comment: "SQLite's native binding and Hono belong to the bundled service alone.",
+      comment: "SQLite's native binding, Hono and prom-client belong to the bundled service alone.",
       from: { path: ours, pathNot: "^sdk/service/" },
       to: {
-        path: "^(node_modules/)?(libsql|hono|@hono)(/|$)",
+        path: "^(node_modules/)?(libsql|hono|@hono|prom-client)(/|$)",
         dependencyTypesNot: ["type-only", "type-import"],
       },
     },

@@ -29,7 +29,7 @@ const { values: opts } = parseArgs({
     merge: { type: "boolean", default: false },
   },
 });
-const SECTIONS = ["engine", "faces", "service", "scaling", "payload", "stores", "stacks"];
+const SECTIONS = ["engine", "faces", "service", "metrics", "scaling", "payload", "stores", "stacks"];
 const only = opts.only ? opts.only.split(",") : SECTIONS;
 for (const s of only)
   if (!SECTIONS.includes(s)) throw new Error(`unknown section ${s}; sections: ${SECTIONS}`);
@@ -40,6 +40,7 @@ const config = opts.quick
       engine: { sizes: [10, 50], runs: { 10: 1, 50: 1 } },
       faces: { n: 20, runs: 1 },
       service: { runs: 1, seconds: 2, connections: 10, pacedRate: 500, pacedSeconds: 2 },
+      metrics: { runs: 2, seconds: 2, connections: 10 },
       scaling: { sizes: [100, 1000], rounds: 2, perRound: 30 },
       stores: { sizes: [100, 1000], n: 300, seconds: 2, connections: 10 },
       stacks: { sizes: [50, 200] },
@@ -48,6 +49,7 @@ const config = opts.quick
       engine: { sizes: [50, 200], runs: { 50: 3, 200: 5 } },
       faces: { n: 200, runs: 3 },
       service: { runs: 5, seconds: 4, connections: 10, pacedRate: 500, pacedSeconds: 3 },
+      metrics: { runs: 9, seconds: 4, connections: 10 },
       scaling: { sizes: [100, 10_000], rounds: 5, perRound: 60 },
       stores: { sizes: [100, 100_000], n: 2000, seconds: 5, connections: 10 },
       stacks: { sizes: [1000, 5000] },
@@ -88,6 +90,8 @@ try {
     results.scaling = await (await section("scaling"))({ tmp: TMP, ...config.scaling });
   if (only.includes("service"))
     results.service = await (await section("service"))({ tmp: TMP, ...config.service });
+  if (only.includes("metrics"))
+    results.metrics = await (await section("metrics", "service"))({ tmp: TMP, ...config.metrics });
   if (only.includes("stores"))
     results.stores = await (await section("stores"))({ tmp: TMP, ...config.stores });
   if (only.includes("engine"))

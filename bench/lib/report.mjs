@@ -103,6 +103,15 @@ export function judge(results) {
       });
     }
   }
+  const m = results.metrics;
+  if (m) {
+    t.push({
+      id: "3 metrics",
+      target: "GET route: server CPU per request with metrics on ≤ 1.05 × off",
+      measured: `${fmt(m.ratio, 3)} (runs ${fmt(m.ratioRange[0], 3)}–${fmt(m.ratioRange[1], 3)}; medians ${fmt(m.cpuMicrosOn, 1)} / ${fmt(m.cpuMicrosOff, 1)} µs; off/off control ${fmt(m.controlRatio, 3)})`,
+      met: m.ratio <= 1.05,
+    });
+  }
   const sc = results.scaling;
   if (sc) {
     const [small, large] = sc.sizes;
@@ -286,6 +295,22 @@ export function renderMarkdown(results) {
       `| EdgeService alone (no Request/Response) | ${fmt(p.serviceGet, 0)} | ${fmt(p.servicePatch, 0)} |`,
       `| client + in-process transport | ${fmt(p.embeddedGet, 0)} | ${fmt(p.embeddedPatch, 0)} |`,
       `| client + HTTP transport (loopback) | ${fmt(p.httpGet, 0)} | ${fmt(p.httpPatch, 0)} |`,
+      "",
+    );
+  }
+
+  const mc = results.metrics;
+  if (mc) {
+    lines.push(
+      `### 3b. The cost of metrics (server CPU per GET route; median of ${mc.samples.on.length} paired runs; run ${mc.ranAt?.slice(0, 16).replace("T", " ") ?? ""} UTC)`,
+      "",
+      `Three servers in their own processes, the same GET route each, loaded in turn by autocannon (${mc.connections} connections, ${mc.seconds} s per run, the order rotating); each server's own CPU time (user + system) over its run divided by the answers it gave. On: counts kept around \`app.fetch\` and the cache's counters, prom-client loaded with its default process metrics (gc, event-loop delay); off: none of it. The control is a second server with metrics off: its ratio is what this machine's noise alone gives.`,
+      "",
+      "| | CPU µs per GET | ratio to off |",
+      "|---|---|---|",
+      `| metrics off | ${fmt(mc.cpuMicrosOff, 1)} | 1 |`,
+      `| metrics on (the default of \`edge-service serve\`) | ${fmt(mc.cpuMicrosOn, 1)} | ${fmt(mc.ratio, 3)} (runs ${fmt(mc.ratioRange[0], 3)}–${fmt(mc.ratioRange[1], 3)}) |`,
+      `| control: another server, metrics off (noise alone) | ${fmt(mc.cpuMicrosControl, 1)} | ${fmt(mc.controlRatio, 3)} (runs ${fmt(mc.controlRatioRange[0], 3)}–${fmt(mc.controlRatioRange[1], 3)}) |`,
       "",
     );
   }

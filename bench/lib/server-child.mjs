@@ -1,14 +1,15 @@
 // A server in its own process (so that the load generator and the server do not share one
 // event loop), driven over IPC by the parent:
-//   { cmd: "edge", dataDir, seed, responseCacheBytes?, databaseUrl?, bulk? }
+//   { cmd: "edge", dataDir, seed, responseCacheBytes?, databaseUrl?, bulk?, metrics? }
 //                                           the bundled service (startServer) with `seed` routes
 //                                           (on PostgreSQL with databaseUrl; bulk: createRoutes,
-//                                           1,000 per transaction)
+//                                           1,000 per transaction; metrics: false turns /metrics off)
 //   { cmd: "replica", databaseUrl, edgeId, routeIds }
 //                                           another replica on the same PostgreSQL database
 //   { cmd: "floor", body }                  a bare node:http server answering a fixed JSON body
 //   { cmd: "hono", body }                   the same through Hono on @hono/node-server (no service)
 //   { cmd: "memory" }                       memory after a full GC (run with --expose-gc)
+//   { cmd: "cpu" }                          CPU µs this process has used (user + system)
 //   { cmd: "direct", op, n }                median µs of in-process EdgeService calls (no HTTP)
 //   { cmd: "close" }
 import { Buffer } from "node:buffer";
@@ -33,8 +34,8 @@ function memory() {
   return { rssMiB: m.rss / 2 ** 20, heapUsedMiB: m.heapUsed / 2 ** 20, externalMiB: m.external / 2 ** 20 };
 }
 
-async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk }) {
-  const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl });
+async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk, metrics }) {
+  const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl, metrics });
   const service = new EdgeService(server.store);
   const ctx = { baseUrl: server.url };
   const edge = await service.createEdge(
@@ -150,7 +151,10 @@ process.on("message", async (msg) => {
     else if (msg.cmd === "floor") reply = await startFloor(msg);
     else if (msg.cmd === "hono") reply = await startHono(msg);
     else if (msg.cmd === "memory") reply = memory();
-    else if (msg.cmd === "direct") reply = await direct(msg);
+    else if (msg.cmd === "cpu") {
+      const { user, system } = process.cpuUsage();
+      reply = { micros: user + system, user, system };
+    } else if (msg.cmd === "direct") reply = await direct(msg);
     else if (msg.cmd === "close") {
       state?.closeAll?.();
       await state?.server.close();

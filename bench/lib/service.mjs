@@ -1,6 +1,7 @@
 // Section 3: the service over HTTP under load (autocannon), against a bare node:http server
-// answering the same bytes as GET route (the floor); and the cost of one call through the
-// typed client with the in-process transport, the HTTP transport, and the service alone.
+// answering the same bytes as GET route (the floor); the cost of one call through the typed
+// client with the in-process transport, the HTTP transport, and the service alone; and the CPU a
+// GET costs the server with Prometheus metrics on and off.
 import { Buffer } from "node:buffer";
 import fs from "node:fs";
 import http from "node:http";
@@ -213,6 +214,71 @@ async function openLoop(baseUrl, next, rate, seconds) {
   await Promise.all(pending);
   agent.destroy();
   return { p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/**
+ * Server CPU per GET route with metrics on (the default of `edge-service serve`) and off: servers
+ * in their own processes, one route each, loaded in turn by autocannon (the order rotating
+ * between rounds), each server's own CPU time (user + system, every thread) read over IPC around
+ * its run and divided by the answers it gave. CPU rather than requests/s: the load generator
+ * shares the 2 cores, and the other tenants of this machine move throughput far more than the CPU
+ * a request costs. Each ratio is paired per round, then the median over the rounds. A second
+ * server with metrics off is the control: its ratio to the first (A/A) is what noise alone gives.
+ */
+export async function metricsSection({ tmp, runs, seconds, connections }) {
+  const servers = { on: spawnServer(), off: spawnServer(), control: spawnServer() };
+  const names = Object.keys(servers);
+  try {
+    const urls = {};
+    for (const [name, server] of Object.entries(servers)) {
+      const e = await server.call({
+        cmd: "edge",
+        dataDir: path.join(tmp, `metrics-${name}`),
+        seed: 1,
+        metrics: name === "on",
+      });
+      urls[name] = `${e.url}/edges/https/${e.edgeId}/routes/${e.routeIds[0]}`;
+    }
+    const measure = async (name, duration) => {
+      const before = await servers[name].call({ cmd: "cpu" });
+      const r = await autocannon({ url: urls[name], connections, pipelining: 1, duration });
+      const after = await servers[name].call({ cmd: "cpu" });
+      if (r.non2xx || r.errors || r.timeouts) {
+        throw new Error(`metrics ${name}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts`);
+      }
+      return (after.micros - before.micros) / r["2xx"];
+    };
+    for (const name of names) await measure(name, 1); // warm-up
+    const samples = { on: [], off: [], control: [] };
+    const ratios = [];
+    const controlRatios = [];
+    for (let run = 1; run <= runs; run++) {
+      const order = names.map((_, i) => names[(i + run) % names.length]);
+      const got = {};
+      for (const name of order) got[name] = await measure(name, seconds);
+      for (const name of names) samples[name].push(round(got[name], 2));
+      ratios.push(ratio(got.on, got.off));
+      controlRatios.push(ratio(got.control, got.off));
+      log(
+        `metrics run ${run}: GET CPU ${round(got.on, 1)} µs on, ${round(got.off, 1)} µs off, ${round(got.control, 1)} µs off (control)`,
+      );
+    }
+    return {
+      runs,
+      seconds,
+      connections,
+      cpuMicrosOn: round(median(samples.on), 1),
+      cpuMicrosOff: round(median(samples.off), 1),
+      cpuMicrosControl: round(median(samples.control), 1),
+      ratio: round(median(ratios), 3),
+      ratioRange: [round(Math.min(...ratios), 3), round(Math.max(...ratios), 3)],
+      controlRatio: round(median(controlRatios), 3),
+      controlRatioRange: [round(Math.min(...controlRatios), 3), round(Math.max(...controlRatios), 3)],
+      samples,
+    };
+  } finally {
+    for (const server of Object.values(servers)) await server.close();
+  }
 }
 
 /** µs per sequential call: client + in-process transport, client + HTTP transport, service alone. */

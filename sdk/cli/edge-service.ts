@@ -4,6 +4,7 @@
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
+ *                    [--log-format text|json]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
@@ -12,6 +13,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { LOG_FORMATS, type LogFormat, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import { startServer } from "../service/server";
 import { DATA_TABLES } from "../service/store";
@@ -22,9 +24,12 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
+                          [--log-format text|json]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
-          32 bytes, seals secrets at rest: without one they are stored unsealed)
+          32 bytes, seals secrets at rest: without one they are stored unsealed; --log-format
+          json: one JSON object per request on stderr, for log pipelines. GET /healthz and
+          /readyz answer without a key; GET /metrics, Prometheus' format, with the key)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -157,6 +162,7 @@ async function main(argv: string[]): Promise<number> {
       url: { type: "string" },
       database: { type: "string" },
       "pool-size": { type: "string" },
+      "log-format": { type: "string", default: "text" },
       from: { type: "string" },
       to: { type: "string" },
       "secrets-key-file": { type: "string" },
@@ -210,6 +216,15 @@ async function main(argv: string[]): Promise<number> {
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
   const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
+  const logFormat = values["log-format"] as LogFormat;
+  if (!LOG_FORMATS.includes(logFormat)) {
+    throw new Error(`--log-format must be ${LOG_FORMATS.join(" or ")}, got ${values["log-format"]}`);
+  }
+  // Text lines get the time in front; a JSON line carries its own.
+  const sink =
+    logFormat === "json"
+      ? (line: string) => process.stderr.write(`${line}\n`)
+      : (line: string) => console.error(`${new Date().toISOString()} ${line}`);
   const server = await startServer({
     secretsKey,
     dataDir: values.data,
@@ -219,15 +234,17 @@ async function main(argv: string[]): Promise<number> {
     port,
     apiKey,
     rateLimitPerMinute,
-    log: (line) => console.error(`${new Date().toISOString()} ${line}`),
+    log: sink,
+    logFormat,
   });
   console.log(
     `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${apiKey ? "API key" : "none, loopback only"})`,
   );
 
   await new Promise<void>((resolve) => {
+    const log = serviceLog(sink, logFormat);
     const stop = (signal: string) => {
-      console.error(`${signal} received: finishing in-flight requests`);
+      log.event("info", `${signal} received: finishing in-flight requests`);
       void server.close().then(resolve);
     };
     process.once("SIGINT", stop);

@@ -43,11 +43,12 @@ const operationIdHeader = {
 const ERROR_TEXT: Record<number, string> = {
   400: "Invalid input: `details.field` names the (first) field or parameter at fault, `details.problems` lists every problem. Nothing was changed.",
   401: "Missing or wrong API key (`Authorization: Bearer <key>`), when the service requires one.",
-  404: "Unknown edge, route or module, or a path identifier outside [A-Za-z0-9_]{1,64}.",
+  404: "Unknown edge, route or module, or a path identifier outside [A-Za-z0-9_]{1,64}; for `/metrics`, metrics are turned off on this service.",
   409: "Conflict: another route of this edge has the same match_type and match; or a keyed PUT of a TLS IP restriction where one is configured already.",
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   415: "The request body is not sent as `Content-Type: application/json`.",
   429: "Too many requests for this API key: retry after `Retry-After` seconds.",
+  503: "Not ready: the database cannot be reached, or holds a schema this service does not expect (the reason is in the service's log). Retry after `Retry-After` seconds.",
 };
 
 function errorResponse(status: number): Json {
@@ -58,7 +59,7 @@ function errorResponse(status: number): Json {
     description: `${ERROR_TEXT[status]} Error codes: ${kinds.join(", ")}.`,
     headers: {
       ...operationIdHeader,
-      ...(status === 429
+      ...(status === 429 || status === 503
         ? { "Retry-After": { description: "Seconds to wait.", required: true, schema: { type: "string" } } }
         : {}),
     },
@@ -112,18 +113,21 @@ function operation(op: Operation, opLinks?: Json): Json {
         : {
             description: success.description,
             headers,
-            content: { "application/json": { schema: ref(success.ref) } },
+            content: { [success.mediaType ?? "application/json"]: { schema: ref(success.ref) } },
             ...(opLinks ? { links: opLinks } : {}),
           },
   };
-  // Any operation may meet a bad query parameter, a missing key or the rate limit.
-  for (const status of [...new Set([400, 401, 429, ...op.errors])].sort()) {
+  // Any operation may meet a bad query parameter; any but a public one a missing key or the rate limit.
+  const common = op.public ? [400] : [400, 401, 429];
+  for (const status of [...new Set([...common, ...op.errors])].sort()) {
     responses[status] = errorResponse(status);
   }
   return {
     operationId: op.id,
     summary: op.summary,
     tags: [op.tag],
+    // No key asked for (the document's default is the bearer key, or none on a keyless service).
+    ...(op.public ? { security: [] } : {}),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body
       ? {

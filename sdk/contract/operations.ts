@@ -43,15 +43,31 @@ export interface Operation {
    * body (no bytes, no content type) is `{}` (a module whose fields are all optional).
    */
   readonly body?: NamedSchema & { readonly emptyIsObject?: boolean; readonly description?: string };
-  /** The success answer: its status and body (none for 204). */
+  /**
+   * The success answer: its status and body (none for 204). A body is JSON unless `mediaType`
+   * says otherwise (the Prometheus text of `/metrics`).
+   */
   readonly success:
-    (NamedSchema & { readonly status: 200 | 201; readonly description: string }) | { readonly status: 204 };
+    | (NamedSchema & {
+        readonly status: 200 | 201;
+        readonly description: string;
+        readonly mediaType?: string;
+      })
+    | { readonly status: 204 };
+  /**
+   * Served to anyone, without an API key and outside the rate limit: the probes of load balancers
+   * and orchestrators, which hold no key and must never be refused for asking too often.
+   */
+  readonly public?: true;
   /**
    * Takes an `Idempotency-Key`: a create made once per key, answered by the object it made for
    * as long as that object exists (see the service's `once`).
    */
   readonly idempotent?: boolean;
-  /** Error statuses beyond those every operation may answer (400, 401, 403, 429, 503). */
+  /**
+   * Error statuses beyond those every operation may answer (400, 401, 403, 429, 503; a public
+   * operation answers no 401, 403 or 429).
+   */
   readonly errors: readonly number[];
 }
 
@@ -68,6 +84,12 @@ export type PathParams<P extends string> = P extends `${string}{${infer Name}}${
 const op = <const O extends Operation>(o: O): O => o;
 
 const BODY_ERRORS = [413, 415] as const;
+
+/** The body of a health or readiness answer: nothing beyond "ok" (no version, no database, no counts). */
+export const healthSchema = z.object({ status: z.literal("ok") });
+
+/** The media type of Prometheus' text exposition format (what `GET /metrics` answers). */
+export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
 /** An OpenAPI document, as far as a reader of this one relies on it. */
 const openApiDocumentSchema = z.looseObject({
@@ -296,6 +318,43 @@ export const OPERATIONS = {
       },
       errors: [],
     }),
+    health: op({
+      id: "get_healthz",
+      method: "GET",
+      path: "/healthz",
+      summary:
+        "Liveness: the process is up and answering (the database is not consulted: an outage of it must not get replicas restarted)",
+      tag: "Meta",
+      public: true,
+      success: { status: 200, schema: healthSchema, ref: "Health", description: "Alive." },
+      errors: [],
+    }),
+    ready: op({
+      id: "get_readyz",
+      method: "GET",
+      path: "/readyz",
+      summary:
+        "Readiness: the database is reachable and holds the schema this service expects (503 otherwise; the reason is in the service's log)",
+      tag: "Meta",
+      public: true,
+      success: { status: 200, schema: healthSchema, ref: "Health", description: "Ready to serve requests." },
+      errors: [503],
+    }),
+    metrics: op({
+      id: "get_metrics",
+      method: "GET",
+      path: "/metrics",
+      summary: "Metrics in Prometheus' text format (with the API key, when the service has one)",
+      tag: "Meta",
+      success: {
+        status: 200,
+        schema: z.string(),
+        ref: "PrometheusText",
+        mediaType: PROMETHEUS_TEXT,
+        description: "Prometheus' text exposition format, version 0.0.4.",
+      },
+      errors: [404],
+    }),
   },
 } as const;
 
@@ -312,7 +371,7 @@ export const ALL_OPERATIONS: readonly Operation[] = [
   ...Object.values(OPERATIONS.routes),
   ...MODULE_OPERATIONS,
   ...Object.values(OPERATIONS.tlsIpRestriction),
-  OPERATIONS.meta.openapi,
+  ...Object.values(OPERATIONS.meta),
 ];
 
 /** A path template filled with its parameters (each URI-encoded). */

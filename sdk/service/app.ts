@@ -5,7 +5,7 @@
  * each operation does, in the table's order. Cross-cutting concerns are the middleware of
  * ./middleware, answers are built in ./context.
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { type z } from "zod";
 import {
   ALL_OPERATIONS,
@@ -25,11 +25,14 @@ import {
 } from "../contract";
 import { type EdgeContext, type Env, errorAnswer, respond } from "./context";
 import { ApiError } from "./errors";
+import { type LogFormat, serviceLog } from "./log";
+import type { OperationCounts, ServiceMetrics } from "./metrics";
 import { bearerAuth } from "./middleware/bearer-auth";
 import { jsonBody, jsonBodyOrEmpty } from "./middleware/json-body";
 import { notFoundOrMethodNotAllowed } from "./middleware/method-not-allowed";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestLog } from "./middleware/request-log";
+import { Readiness } from "./readiness";
 import { ResponseCache } from "./response-cache";
 import { EdgeService, type RequestContext } from "./service";
 import type { Store } from "./store";
@@ -40,8 +43,18 @@ export interface EdgeAppOptions {
   apiKey?: string;
   /** Requests per minute per API key; off when undefined. */
   rateLimitPerMinute?: number;
-  /** One line per request (method, path, status, time, operation id); never bodies or keys. */
+  /**
+   * Where the log's lines go: one per request (method, path, status, time, operation id, key
+   * name), and the events an operator should know of; never bodies, header values or keys.
+   */
   log?: (line: string) => void;
+  /** `text` (default: the line format of earlier versions) or `json` (one object per line). */
+  logFormat?: LogFormat;
+  /**
+   * Serve Prometheus metrics at `GET /metrics`. Off by default: an in-process service has nobody
+   * to scrape it (the server turns them on); off, `/metrics` is a 404 that says so.
+   */
+  metrics?: boolean;
   /**
    * Bound, in bytes of URL and body, on the GET answers kept for reuse while the data is
    * unchanged (see ResponseCache). Default 8 MiB; 0 renders every GET afresh.
@@ -95,18 +108,124 @@ interface Call<O extends Operation> {
 /** `/edges/https/{edge_id}/routes` → Hono's `/edges/https/:edge_id/routes`. */
 const honoPath = (template: string) => template.replace(/\{(\w+)\}/g, ":$1");
 
+/** Loaded only here: prom-client takes ~50 ms to load, which an in-process service never needs. */
+function newMetrics(store: Store): ServiceMetrics {
+  const { ServiceMetrics } = require("./metrics") as typeof import("./metrics");
+  return new ServiceMetrics(store);
+}
+
+/**
+ * The paths of the public operations (health probes), whatever the method: a probe sent with the
+ * wrong method (`POST /healthz`, a `/healthz/` with a trailing slash) is told 405 or 404 by the
+ * routing, never 401: a load balancer holds no key, and its operator must see what is wrong.
+ */
+const PUBLIC_PATHS = new Set(ALL_OPERATIONS.filter((op) => op.public).map((op) => op.path));
+const isPublicPath = (path: string) => PUBLIC_PATHS.has(path.length > 1 ? path.replace(/\/+$/, "") : path);
+
+/** `mw`, except for the public operations (health probes: no key, no rate limit). */
+const exceptPublic =
+  (mw: MiddlewareHandler<Env>): MiddlewareHandler<Env> =>
+  (c, next) => {
+    // A request that matched an operation says whether it is public; only one that matched none
+    // (a 404 or 405 to come) has its path looked at.
+    const op = c.get("operation");
+    return (op ? op.public : isPublicPath(c.req.path)) ? next() : mw(c, next);
+  };
+
+/**
+ * Where a request's route leaves the counts of its operation, for `observe` to find once the
+ * request is answered: a property of the request itself (a WeakMap keyed by the request would
+ * do, at the price of a lookup and an ephemeron table for the garbage collector to walk).
+ */
+const COUNTS = Symbol("edge-service operation counts");
+type CountedRequest = Request & { [COUNTS]?: OperationCounts };
+
+/**
+ * Counts and times every request the app answers (see ServiceMetrics), around `app.fetch`
+ * rather than as a middleware: Hono runs a request that matches one handler alone without its
+ * middleware machinery, and a middleware would take every GET off that path (a first version,
+ * a middleware calling prom-client per request, cost 1.26× the CPU of a cached GET; BENCHMARKS.md,
+ * "Metrics, probes and logs").
+ */
+function observe(app: Hono<Env>, metrics: ServiceMetrics): void {
+  const fetch = app.fetch;
+  app.fetch = (request, env, executionCtx) => {
+    const started = performance.now();
+    metrics.requestStarted();
+    let answer: Response | Promise<Response>;
+    try {
+      answer = fetch(request, env, executionCtx);
+    } catch (e) {
+      metrics.requestDone((request as CountedRequest)[COUNTS], 500, (performance.now() - started) / 1000);
+      throw e;
+    }
+    if (!(answer instanceof Promise)) {
+      metrics.requestDone(
+        (request as CountedRequest)[COUNTS],
+        answer.status,
+        (performance.now() - started) / 1000,
+      );
+      return answer;
+    }
+    return answer.then(
+      (res) => {
+        metrics.requestDone(
+          (request as CountedRequest)[COUNTS],
+          res.status,
+          (performance.now() - started) / 1000,
+        );
+        return res;
+      },
+      (e: unknown) => {
+        metrics.requestDone((request as CountedRequest)[COUNTS], 500, (performance.now() - started) / 1000);
+        throw e;
+      },
+    );
+  };
+}
+
 export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const service = new EdgeService(opts.store);
+  const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
+  const metrics = opts.metrics ? newMetrics(opts.store) : undefined;
   const cache = new ResponseCache(
     () => opts.store.changeCounter(),
     opts.responseCacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES,
+    metrics?.cache,
   );
   const app = new Hono<Env>();
 
-  if (opts.log) app.use(requestLog(opts.log));
-  if (opts.apiKey !== undefined) app.use(bearerAuth(opts.apiKey));
+  /** For the metrics: marks a request as one of `op` (see `observe`); undefined when metrics are off. */
+  const counter = (op: Operation): ((c: EdgeContext) => void) | undefined => {
+    if (!metrics) return undefined;
+    const counts = metrics.countsOf(op.id);
+    return (c) => {
+      (c.req.raw as CountedRequest)[COUNTS] = counts;
+    };
+  };
+  /** Tells the log, the metrics and the key check which operation of the table `c` asks for. */
+  const tag = (op: Operation): MiddlewareHandler<Env> => {
+    const count = counter(op);
+    return (c, next) => {
+      c.set("operation", op);
+      count?.(c);
+      return next();
+    };
+  };
+
+  // Outermost first: the log sees every answer, refusals of the key included.
+  const middleware: MiddlewareHandler<Env>[] = [];
+  if (log) middleware.push(requestLog(log));
+  if (opts.apiKey !== undefined) middleware.push(exceptPublic(bearerAuth(opts.apiKey)));
   if (opts.rateLimitPerMinute !== undefined) {
-    app.use(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined));
+    middleware.push(exceptPublic(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined)));
+  }
+  if (middleware.length > 0) {
+    // Each route first tells which operation of the table it is, before any middleware runs:
+    // logs and metrics name it, public ones skip the key. Told once per route here, so nothing
+    // maps a path back to an operation at request time. (Without middleware no route pays it.)
+    for (const op of ALL_OPERATIONS) app.on(op.method, honoPath(op.path), tag(op));
+    for (const m of middleware) app.use(m);
   }
 
   /**
@@ -122,7 +241,14 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
         { field: IDEMPOTENCY_KEY_HEADER, msg: "must be 1 to 255 visible ASCII characters" },
       ]);
     }
-    return { baseUrl, idempotencyKey: key, onReplay: () => c.set("replayed", true) };
+    return {
+      baseUrl,
+      idempotencyKey: key,
+      onReplay: () => {
+        c.set("replayed", true);
+        metrics?.replayed(op.id);
+      },
+    };
   };
   /** The path's identifiers, each in the identifier character set (else a 404). */
   const params = (op: Operation, c: EdgeContext): Record<string, string> => {
@@ -143,7 +269,9 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
    */
   const serve = <O extends Operation>(op: O, handler: (call: Call<O>) => unknown) => {
     registered.add(op.id);
+    const count = counter(op);
     const answer = async (c: EdgeContext) => {
+      count?.(c);
       const page: PageQuery = op.query === "page" ? query(c, pageQuerySchema) : query(c, noQuerySchema);
       const call = async () =>
         handler({
@@ -162,7 +290,12 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     };
     const path = honoPath(op.path);
     if (!op.body) app.on(op.method, path, answer);
-    else app.on(op.method, path, op.body.emptyIsObject ? jsonBodyOrEmpty(() => ({})) : jsonBody, answer);
+    else {
+      const body = op.body.emptyIsObject ? jsonBodyOrEmpty(() => ({})) : jsonBody;
+      // Tagged before the body is read, so that a 413 or 415 is counted under its operation.
+      if (metrics) app.on(op.method, path, tag(op), body, answer);
+      else app.on(op.method, path, body, answer);
+    }
   };
 
   const { https, tls, routes, modules, tlsIpRestriction, meta } = OPERATIONS;
@@ -193,10 +326,46 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   let openApi: unknown;
   serve(meta.openapi, () => (openApi ??= buildOpenApi()));
 
+  /** Serves `op` with an answer made for each request, never a cached one: probes and metrics. */
+  const serveLive = (op: Operation, answer: (c: EdgeContext) => Response | Promise<Response>) => {
+    registered.add(op.id);
+    const count = counter(op);
+    app.on(op.method, honoPath(op.path), (c) => {
+      count?.(c);
+      query(c, noQuerySchema);
+      return answer(c);
+    });
+  };
+  const OK = JSON.stringify({ status: "ok" });
+  // Alive while the process answers: the database is not asked, so an outage of it never gets
+  // every replica restarted by its orchestrator.
+  serveLive(meta.health, (c) => respond(c, 200, OK));
+  const readiness = new Readiness(() => opts.store.whyNotReady(), log);
+  serveLive(meta.ready, async (c) => {
+    if ((await readiness.whyNot()) !== undefined) {
+      throw new ApiError(
+        "unavailable",
+        "not ready: the service cannot serve requests for now (the reason is in its log); retry shortly",
+        { headers: { "Retry-After": "1" } },
+      );
+    }
+    return respond(c, 200, OK);
+  });
+  serveLive(meta.metrics, async (c) => {
+    if (!metrics) {
+      throw new ApiError(
+        "notFound",
+        "metrics are turned off on this service: `edge-service serve` serves them, an in-process service does not",
+      );
+    }
+    return respond(c, 200, await metrics.render(), metrics.contentType);
+  });
+
   const missing = ALL_OPERATIONS.filter((op) => !registered.has(op.id)).map((op) => op.id);
   if (missing.length > 0) throw new Error(`the service does not serve ${missing.join(", ")}`);
 
   app.notFound(notFoundOrMethodNotAllowed(app));
-  app.onError((err, c) => errorAnswer(c, err, opts.log));
+  app.onError((err, c) => errorAnswer(c, err, log));
+  if (metrics) observe(app, metrics);
   return app;
 }

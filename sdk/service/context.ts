@@ -3,13 +3,30 @@
  * and the two ways an answer is built (success and error), so every answer carries its id.
  */
 import type { Context } from "hono";
-import { ERROR_CODES, type ErrorBody, OPERATION_ID_HEADER, REPLAYED_HEADER } from "../contract";
+import {
+  ERROR_CODES,
+  type ErrorBody,
+  type Operation,
+  OPERATION_ID_HEADER,
+  REPLAYED_HEADER,
+} from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
+import type { ServiceLog } from "./log";
 import { SecretsKeyError } from "./secrets";
 import { StoreUnavailable } from "./store";
 
-export type Env = { Variables: { operationId: string; body: unknown; replayed: boolean } };
+export type Env = {
+  Variables: {
+    operationId: string;
+    body: unknown;
+    replayed: boolean;
+    /** The operation of the table the request matched (set before any middleware runs); none for a 404/405. */
+    operation: Operation | undefined;
+    /** The name of the API key the request was authenticated with (set by the auth middleware). */
+    keyName: string | undefined;
+  };
+};
 export type EdgeContext = Context<Env>;
 
 /** The request's operation id (`Request-Id`), made on first use. */
@@ -30,9 +47,10 @@ export function respond(
   c: EdgeContext,
   status: number,
   body: string | Uint8Array<ArrayBuffer> | null,
+  contentType = "application/json",
 ): Response {
   const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
-  if (body !== null) headers["Content-Type"] = "application/json";
+  if (body !== null) headers["Content-Type"] = contentType;
   if (c.get("replayed")) headers[REPLAYED_HEADER] = "true";
   return new Response(body, { status, headers });
 }
@@ -58,10 +76,10 @@ export function errorResponse(c: EdgeContext, err: ApiError): Response {
 }
 
 /** The answer for an error thrown anywhere: ours as they are, anything else a 500 that says nothing inside. */
-export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) => void): Response {
+export function errorAnswer(c: EdgeContext, err: unknown, log?: ServiceLog): Response {
   if (err instanceof ApiError) return errorResponse(c, err);
   if (err instanceof StoreUnavailable) {
-    log?.(`unavailable ${operationId(c)}: ${err.message}`);
+    log?.event("warn", `unavailable ${operationId(c)}: ${err.message}`, { request_id: operationId(c) });
     return errorResponse(
       c,
       new ApiError(
@@ -75,7 +93,9 @@ export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) =
   }
   if (err instanceof SecretsKeyError) {
     // A replica left running with the old key after `secrets rotate`, or data sealed elsewhere.
-    log?.(`secrets key error ${operationId(c)}: ${err.message}`);
+    log?.event("error", `secrets key error ${operationId(c)}: ${err.message}`, {
+      request_id: operationId(c),
+    });
     return errorResponse(
       c,
       new ApiError(
@@ -84,8 +104,10 @@ export function errorAnswer(c: EdgeContext, err: unknown, log?: (line: string) =
       ),
     );
   }
-  log?.(
+  log?.event(
+    "error",
     `internal error ${operationId(c)}: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`,
+    { request_id: operationId(c) },
   );
   return errorResponse(c, new ApiError("internal", "internal server error (reported with its operation id)"));
 }

@@ -7,6 +7,12 @@
  * (see PostgresStore.changeCounter); either against a read transaction of four queries plus JSON
  * rendering (the bulk of a GET's cost).
  */
+/** Told of each lookup of a cache that is on (metrics). */
+export interface CacheStats {
+  hit(): void;
+  miss(): void;
+}
+
 export class ResponseCache {
   private readonly bodies = new Map<string, Buffer<ArrayBuffer>>();
   private bytes = 0;
@@ -15,10 +21,12 @@ export class ResponseCache {
   /**
    * @param changeCounter moves whenever committed data may have changed (never moves back).
    * @param maxBytes bound on the total bytes of the cached keys and bodies; 0 turns the cache off.
+   * @param stats told whether each lookup hit or missed (not called while the cache is off).
    */
   constructor(
     private readonly changeCounter: () => number | string | Promise<number | string>,
     private readonly maxBytes: number,
+    private readonly stats?: CacheStats,
   ) {}
 
   /**
@@ -37,7 +45,11 @@ export class ResponseCache {
       this.counter = counter;
     }
     const cached = this.bodies.get(key);
-    if (cached !== undefined) return cached;
+    if (cached !== undefined) {
+      this.stats?.hit();
+      return cached;
+    }
+    this.stats?.miss();
     const body = Buffer.from(JSON.stringify(await render()));
     // While this rendered, another request may have seen a newer counter: this body may predate
     // it, so it is not kept under the newer one.

@@ -1,6 +1,7 @@
 /** The standalone server: the same app on a socket, with graceful shutdown. */
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
+import { type LogFormat, serviceLog } from "./log";
 import type { Store } from "./store";
 import { Secrets, type SecretsKey, UNSEALED_WARNING } from "./secrets";
 import { openStore } from "./store-open";
@@ -18,12 +19,17 @@ export interface ServerOptions {
   port?: number;
   apiKey?: string;
   rateLimitPerMinute?: number;
+  /** Where the log's lines go (see EdgeAppOptions). */
   log?: (line: string) => void;
   /**
    * Seals the secrets at rest (see ./secrets); without one they are stored unsealed, and the
    * server says so at start (`log`).
    */
   secretsKey?: SecretsKey;
+  /** `text` (default) or `json`: one JSON object per line. */
+  logFormat?: LogFormat;
+  /** Prometheus metrics at `GET /metrics` (default on; with the API key when there is one). */
+  metrics?: boolean;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
 }
@@ -47,20 +53,23 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
     );
   }
+  const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
   const store = await openStore({
     dataDir: opts.dataDir,
     databaseUrl: opts.databaseUrl,
     backgroundCheckpoints: true,
     poolSize: opts.poolSize,
-    log: opts.log,
+    log: log && ((line) => log.event("warn", line)),
     secrets: new Secrets(opts.secretsKey),
   });
-  if (opts.secretsKey === undefined) opts.log?.(UNSEALED_WARNING);
+  if (opts.secretsKey === undefined) log?.event("warn", UNSEALED_WARNING);
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,
     rateLimitPerMinute: opts.rateLimitPerMinute,
     log: opts.log,
+    logFormat: opts.logFormat,
+    metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {

@@ -25,6 +25,7 @@ import {
   type EdgeRow,
   type CreatedObject,
   type CreateMark,
+  type PoolStats,
   type RouteChanges,
   type RouteRow,
   type Store,
@@ -114,7 +115,7 @@ const PG_MIGRATIONS: readonly string[] = [
      FROM idempotency_keys k WHERE (k.response::json ->> 'id') = routes.id;
    DROP TABLE idempotency_keys;`,
 ];
-const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
+export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
 const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
@@ -408,6 +409,7 @@ export class PostgresStore implements Store {
   readonly kind = "postgres";
   readonly location: string;
   private readonly pool: pg.Pool;
+  private readonly poolMax: number;
   /** The change-counter query in flight, and the one queued behind it (see changeCounter). */
   private counterNow?: Promise<string>;
   private counterNext?: Promise<string>;
@@ -415,17 +417,20 @@ export class PostgresStore implements Store {
   private constructor(
     pool: pg.Pool,
     url: string,
+    poolMax: number,
     private secrets: Secrets,
   ) {
     this.pool = pool;
+    this.poolMax = poolMax;
     this.location = redactUrl(url);
   }
 
   /** Connects (a pool), and brings the schema up to date (once, whoever starts at the same time). */
   static async open(url: string, opts: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const max = opts.poolSize ?? 10;
     const pool = new pg.Pool({
       connectionString: url,
-      max: opts.poolSize ?? 10,
+      max,
       connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
       idleTimeoutMillis: 30_000,
       types,
@@ -439,7 +444,7 @@ export class PostgresStore implements Store {
     pool.on("error", (e) =>
       opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
     );
-    const store = new PostgresStore(pool, url, opts.secrets ?? new Secrets());
+    const store = new PostgresStore(pool, url, max, opts.secrets ?? new Secrets());
     try {
       await store.migrate();
     } catch (e) {
@@ -573,6 +578,33 @@ export class PostgresStore implements Store {
     } catch (e) {
       throw translate(e);
     }
+  }
+
+  /**
+   * One query on a pooled connection: the schema version the database holds. Bounded (the
+   * connection wait is the pool's; a query that gets no answer is given up after 2 s and its
+   * connection dropped), so a probe always hears back.
+   */
+  async whyNotReady(): Promise<string | undefined> {
+    try {
+      const { rows } = await this.pool.query<{ value: string }>({
+        name: "schema_version",
+        text: "SELECT value FROM meta WHERE key = 'schema_version'",
+        query_timeout: 2000,
+      } as pg.QueryConfig);
+      const version = rows[0] ? Number(rows[0].value) : 0;
+      if (version === PG_SCHEMA_VERSION) return undefined;
+      return version > PG_SCHEMA_VERSION
+        ? `the database at ${this.location} was upgraded to schema ${version} by a newer edge-service (this one runs schema ${PG_SCHEMA_VERSION}): upgrade this replica`
+        : `the database at ${this.location} holds schema ${version}, this edge-service runs ${PG_SCHEMA_VERSION}: restart the replica to migrate it`;
+    } catch (e) {
+      return `PostgreSQL at ${this.location} cannot be reached (${errorMessage(e)}); the service answers 503 until it is back`;
+    }
+  }
+
+  poolStats(): PoolStats {
+    const { totalCount, idleCount, waitingCount } = this.pool;
+    return { inUse: totalCount - idleCount, idle: idleCount, waiting: waitingCount, max: this.poolMax };
   }
 
   async dump(): Promise<StoreDump> {

@@ -5,7 +5,16 @@
  * so in-process requests never interleave inside one); BEGIN IMMEDIATE serialises writers across
  * processes.
  */
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants as fsConstants,
+  existsSync,
+  mkdirSync,
+  openSync,
+  statSync,
+} from "node:fs";
 import { join, resolve } from "node:path";
 import Database from "libsql";
 import { errorField, errorMessage } from "../contract";
@@ -190,6 +199,8 @@ export class SqliteStore implements Store, StoreTx {
   private dataVersion?: Database.Statement;
   /** A server's checkpoints off the request path (see WalMaintenance). */
   private wal?: WalMaintenance;
+  /** The database file the connection opened (device and inode), to tell it from a replacement. */
+  private file?: { dev: number; ino: number };
   readonly location: string;
 
   /** Transactions waiting for the connection (the running one holds it). */
@@ -227,6 +238,10 @@ export class SqliteStore implements Store, StoreTx {
     // otherwise reads its pages from the OS, 1.6× the time it takes among 100 (BENCHMARKS.md).
     db.pragma("cache_size = -16384");
     const store = new SqliteStore(db, location, opts.secrets ?? new Secrets());
+    if (location !== ":memory:") {
+      const { dev, ino } = statSync(location);
+      store.file = { dev, ino };
+    }
     try {
       store.migrate();
     } catch (e) {
@@ -413,6 +428,39 @@ export class SqliteStore implements Store, StoreTx {
         return await fn(this);
       } finally {
         if (this.db.inTransaction) this.sql("COMMIT").run();
+      }
+    });
+  }
+
+  /**
+   * Ready when the database file is still the one opened (not deleted, not replaced: writes to an
+   * unlinked file would be lost), can be read and written, and holds the schema this code expects
+   * (a newer edge-service sharing the data directory may have upgraded it).
+   */
+  async whyNotReady(): Promise<string | undefined> {
+    if (this.file) {
+      try {
+        const { dev, ino } = statSync(this.location);
+        if (dev !== this.file.dev || ino !== this.file.ino) {
+          return `the database file ${this.location} was replaced since the service opened it: restart the service to serve the new one`;
+        }
+        accessSync(this.location, fsConstants.R_OK | fsConstants.W_OK);
+      } catch (e) {
+        return `the database file ${this.location} cannot be opened (${(e as Error).message}): restore the data directory or its permissions, then restart the service`;
+      }
+    }
+    return this.exclusive(() => {
+      try {
+        const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
+        const version = row ? Number(Reflect.get(row, "value")) : 0;
+        if (version === SCHEMA_VERSION) return Promise.resolve(undefined);
+        return Promise.resolve(
+          version > SCHEMA_VERSION
+            ? `the data directory was upgraded to schema ${version} by a newer edge-service (this one runs schema ${SCHEMA_VERSION}): upgrade this one`
+            : `the database holds schema ${version}, this edge-service runs ${SCHEMA_VERSION}: restart the service to migrate it`,
+        );
+      } catch (e) {
+        return Promise.resolve(`the database ${this.location} cannot be read (${(e as Error).message})`);
       }
     });
   }

@@ -120,6 +120,18 @@ export interface StoreTx {
   findCreated(key: string): Promise<CreatedObject | undefined>;
 }
 
+/** A connection pool's occupancy, as a metrics scrape reads it. */
+export interface PoolStats {
+  /** Connections checked out by a request. */
+  inUse: number;
+  /** Open connections waiting in the pool. */
+  idle: number;
+  /** Requests waiting for a connection (all are in use, none can be opened). */
+  waiting: number;
+  /** The most connections the pool opens. */
+  max: number;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for people: a database file, or a PostgreSQL URL without its password. */
@@ -134,6 +146,14 @@ export interface Store {
    * render, it is never newer than the data rendered (see ResponseCache).
    */
   changeCounter(): number | string | Promise<number | string>;
+  /**
+   * Why the store cannot serve requests now, or undefined when it can: the database answers and
+   * holds the schema version this code expects. Words for the operator's log: `GET /readyz` says
+   * only "not ready".
+   */
+  whyNotReady(): Promise<string | undefined>;
+  /** The connection pool now (PostgreSQL; SQLite has one connection and no pool). */
+  poolStats?(): PoolStats;
   /** Every row of every data table: `edge-service migrate` copies it, tests compare it. */
   dump(): Promise<StoreDump>;
   /**

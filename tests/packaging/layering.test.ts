@@ -12,7 +12,8 @@ import { promisify } from "node:util";
 import { startServer, type RunningServer } from "../../sdk/service/server";
 import { ensureBuilt, ROOT } from "../support/edge-service";
 
-const HEAVY = /[/\\]node_modules[/\\](@libsql|libsql|hono|@hono)[/\\]|[/\\]dist[/\\]sdk[/\\]service[/\\]/;
+const HEAVY =
+  /[/\\]node_modules[/\\](@libsql|libsql|hono|@hono|prom-client)[/\\]|[/\\]dist[/\\]sdk[/\\]service[/\\]/;
 
 /** In a child process: load the package as a program and as the engine's provider process do, create and delete an edge. */
 const SCRIPT = `
@@ -61,4 +62,6 @@ test("control: the embedded default does load them (so the check above can see t
   expect(id).toMatch(/^edghts_/);
   expect(heavy.some((p) => /libsql/.test(p))).toBe(true);
   expect(heavy.some((p) => /hono/.test(p))).toBe(true);
+  // Metrics are the server's: an in-process service never loads prom-client.
+  expect(heavy.some((p) => /prom-client/.test(p))).toBe(false);
 });

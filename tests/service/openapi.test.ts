@@ -59,7 +59,7 @@ describe("GET /openapi.json", () => {
       store.close();
     }
     expect([...documented].sort()).toEqual([...served].sort());
-    expect(documented.size).toBe(56);
+    expect(documented.size).toBe(59);
   });
 
   it.each([
@@ -81,6 +81,10 @@ describe("GET /openapi.json", () => {
       "/edges/tls/{id}/ip_restriction",
       ["204", "400", "401", "404", "429"],
     ],
+    // Probes: no key, no rate limit; readiness may be a 503.
+    ["get_healthz", "get", "/healthz", ["200", "400"]],
+    ["get_readyz", "get", "/readyz", ["200", "400", "503"]],
+    ["get_metrics", "get", "/metrics", ["200", "400", "401", "404", "429"]],
   ])("%s documents its statuses", (id, method, p, statuses) => {
     const op = doc.paths[p]![method]!;
     expect(op.operationId).toBe(id);
@@ -187,7 +191,7 @@ describe("schemathesis against the service (property-based, driven by /openapi.j
   it("every operation, random identifiers and linked ones (create → use): no failure", async () => {
     const report = await schemathesis("open", "");
     // Every documented operation but GET /openapi.json itself, which schemathesis leaves out.
-    expect(report.operations.total).toBe(55);
+    expect(report.operations.total).toBe(58);
     expect(report.operations.tested).toBe(report.operations.total);
     expect(report.operations.errored).toBe(0);
     expect(report.test_cases.with_failures).toBe(0);

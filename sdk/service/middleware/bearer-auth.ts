@@ -5,6 +5,9 @@ import { ApiError } from "../errors";
 
 const digest = (s: string) => createHash("sha256").update(s).digest();
 
+/** The name logs give the key the service was started with (`--api-key`, `EDGE_API_KEY`). */
+export const BOOTSTRAP_KEY_NAME = "bootstrap";
+
 /**
  * Bearer key check (gaps.md "Authentication"). Both sides are hashed first so the comparison is
  * constant-time whatever the lengths. Hono's own bearer-auth middleware answers with its own
@@ -23,6 +26,7 @@ export function bearerAuth(apiKey: string): MiddlewareHandler<Env> {
         { headers: { "WWW-Authenticate": "Bearer" } },
       );
     }
+    c.set("keyName", BOOTSTRAP_KEY_NAME);
     await next();
   };
 }

@@ -1,14 +1,24 @@
 import type { MiddlewareHandler } from "hono";
 import { type Env, operationId } from "../context";
+import type { ServiceLog } from "../log";
 
-/** One line per request: method, path, status, time, operation id (never bodies or keys). */
-export function requestLog(log: (line: string) => void): MiddlewareHandler<Env> {
+/**
+ * One record per request: its id, operation, method, path, status, time and key name (see
+ * ServiceLog). Never a body, a query, a header value or a key.
+ */
+export function requestLog(log: ServiceLog): MiddlewareHandler<Env> {
   return async (c, next) => {
-    const id = operationId(c);
+    const requestId = operationId(c);
     const started = performance.now();
     await next();
-    log(
-      `${c.req.method} ${new URL(c.req.url).pathname} ${c.res.status} ${(performance.now() - started).toFixed(1)}ms ${id}`,
-    );
+    log.request({
+      requestId,
+      operation: c.get("operation")?.id,
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      status: c.res.status,
+      durationMs: performance.now() - started,
+      keyName: c.get("keyName"),
+    });
   };
 }
