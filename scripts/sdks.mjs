@@ -9,7 +9,9 @@
 //
 // Output in dist/sdks/<language>: build outputs, shipped in the npm package (see README "Which face?").
 // The Node.js SDK is also compiled into dist/packaged: `import * as edge from "pulumi-edge/packaged"`;
-// dist/sdks/go is the Go module github.com/pulumi-edge/pulumi-edge/sdk/go (tidy: go.mod and go.sum).
+// the Python SDK is also built into a wheel, dist/python/pulumi_edge-<version>-py3-none-any.whl
+// (`pip install` it from the file); dist/sdks/go is the Go module github.com/pulumi-edge/pulumi-edge/sdk/go
+// (tidy: go.mod and go.sum). `npm pack` puts the wheel and the Go module beside the tarball (scripts/postpack.mjs).
 // Regenerates only when the schema or the generator changed (stamp in dist/sdks/.stamp).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -21,6 +23,7 @@ import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 const engine = require("./engine.js");
+const { ensureVenv } = require("./venv.js");
 const ROOT = engine.ROOT;
 const SCHEMA = path.join(ROOT, "provider/plugin/schema.json");
 const SDKGEN_SRC = path.join(ROOT, "scripts/sdkgen");
@@ -72,6 +75,7 @@ function generate() {
     log(`${language}: dist/sdks/${language}`);
   }
   goModule();
+  pythonWheel();
   dotnet();
   compileNode();
   fs.writeFileSync(stampFile, stamp);
@@ -120,6 +124,47 @@ function goModule() {
   );
   go(dir, ["mod", "tidy"]);
   log(`go: module github.com/pulumi-edge/pulumi-edge/sdk/go (go ${goLine}) in dist/sdks/go`);
+}
+
+/** What builds the wheel: the SDK's build backend (pyproject.toml: setuptools), pinned. */
+const WHEEL_TOOLS = "setuptools==84.2.1\n";
+
+/**
+ * The Python SDK as a wheel in dist/python, built from a copy of dist/sdks/python (the build
+ * leaves build/ and egg-info behind, which must not ship) by the cached venv's setuptools.
+ * SOURCE_DATE_EPOCH makes the wheel the same bytes for the same SDK.
+ */
+function pythonWheel() {
+  const src = path.join(OUT, "python");
+  const outDir = path.join(ROOT, "dist/python");
+  // The project's README is the package description; the generator writes it into the package only.
+  fs.copyFileSync(path.join(src, "pulumi_edge", "README.md"), path.join(src, "README.md"));
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-wheel-"));
+  try {
+    fs.cpSync(src, path.join(work, "python"), { recursive: true });
+    fs.rmSync(outDir, { recursive: true, force: true });
+    const python = ensureVenv(WHEEL_TOOLS);
+    execFileSync(
+      python,
+      [
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-build-isolation",
+        "--wheel-dir",
+        outDir,
+        path.join(work, "python"),
+      ],
+      { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, SOURCE_DATE_EPOCH: "315532800" } },
+    );
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const wheels = fs.readdirSync(outDir);
+  log(`python: wheel dist/python/${wheels.join(", ")}`);
 }
 
 function dotnet() {
