@@ -17,6 +17,15 @@ import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
 
 const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
+const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
+         Moves a stack of pulumi-edge's dynamic resources to the packaged provider in place:
+         forgets them (no delete) and imports the same objects as packaged resources. First
+         switch the program (import from "pulumi-edge/packaged", the plugin in Pulumi.yaml).
+         --stack NAME  the stack (default: the project's selected stack)
+         --cwd DIR     the Pulumi project's directory (default: .)
+         --yes         do it; without, print the plan only
+       pulumi-edge --help | --version`;
+
 function pulumi(cwd: string, stack: string | undefined, args: string[]): string {
   return execFileSync(
     "pulumi",
@@ -31,17 +40,34 @@ function pulumi(cwd: string, stack: string | undefined, args: string[]): string 
 }
 
 function main(argv: string[]): number {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      stack: { type: "string" },
-      cwd: { type: "string", default: "." },
-      yes: { type: "boolean", default: false },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        stack: { type: "string" },
+        cwd: { type: "string", default: "." },
+        yes: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean" },
+      },
+    });
+  } catch (e) {
+    console.error(`pulumi-edge: ${(e as Error).message}; run pulumi-edge --help`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log(VERSION);
+    return 0;
+  }
   if (positionals[0] !== "migrate-to-packaged" || positionals.length !== 1) {
-    console.error("usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]");
+    console.error(USAGE);
     return 2;
   }
   const cwd = resolve(values.cwd);

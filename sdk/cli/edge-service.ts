@@ -5,6 +5,7 @@
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
+ * edge-service --help | --version
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -24,7 +25,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
        edge-service migrate --from DIR --to postgres://...
-         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction)`;
+         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction)
+       edge-service --help | --version`;
 
 /** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
 async function migrate(from: string | undefined, to: string | undefined): Promise<number> {
@@ -96,8 +98,17 @@ async function main(argv: string[]): Promise<number> {
       from: { type: "string" },
       to: { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
     },
   });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log((require("pulumi-edge/package.json") as { version: string }).version);
+    return 0;
+  }
   if (positionals[0] === "request" && positionals.length === 3) {
     const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
     return request(positionals[1]!, positionals[2]!, {
@@ -108,9 +119,9 @@ async function main(argv: string[]): Promise<number> {
     });
   }
   if (positionals[0] === "migrate" && positionals.length === 1) return migrate(values.from, values.to);
-  if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
+  if (positionals[0] !== "serve" || positionals.length > 1) {
     console.error(USAGE);
-    return values.help ? 0 : 2;
+    return 2;
   }
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -158,8 +169,10 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: Error) => {
-    console.error(`edge-service: ${error.message}`);
-    process.exit(1);
+  (error: Error & { code?: string }) => {
+    // A mistyped command line (parseArgs: unknown option, missing value) is a usage error.
+    const usage = error.code?.startsWith("ERR_PARSE_ARGS_") ? "; run edge-service --help" : "";
+    console.error(`edge-service: ${error.message}${usage}`);
+    process.exit(usage ? 2 : 1);
   },
 );
