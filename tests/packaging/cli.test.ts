@@ -5,7 +5,7 @@
  * line says what was wrong and exits 2.
  */
 import { spawnSync } from "node:child_process";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const VERSION = (require("../../package.json") as { version: string }).version;
@@ -58,5 +58,12 @@ describe.each([
 test("pulumi-edge migrate-to-packaged --help is the usage too", () => {
   const r = run("pulumi-edge", ["migrate-to-packaged", "--help"]);
   expect(r.code).toBe(0);
-  expect(r.stdout).toMatch(/forgets them \(no delete\) and imports the same objects/);
+  expect(r.stdout).toMatch(/Pulumi\.yaml's backend\.url/);
+});
+
+test("pulumi-edge migrate-to-packaged without a pulumi CLI says so", () => {
+  // Only node's own directory on PATH: no pulumi anywhere.
+  const r = run("pulumi-edge", ["migrate-to-packaged"], { ...process.env, PATH: dirname(process.execPath) });
+  expect(r.code).toBe(1);
+  expect(r.stderr).toMatch(/^pulumi-edge: no `pulumi` on PATH: install the Pulumi CLI/);
 });
