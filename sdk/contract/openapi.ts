@@ -165,7 +165,7 @@ function createLinks(): Record<string, Json> {
           OPERATIONS.routes.get,
           OPERATIONS.routes.update,
           OPERATIONS.routes.delete,
-          ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values(OPERATIONS.modules[m])),
+          ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values<Operation>(OPERATIONS.modules[m])),
         ],
         routeIds,
       ),

@@ -309,7 +309,7 @@ export const ALL_OPERATIONS: readonly Operation[] = [
   ...Object.values(OPERATIONS.https),
   ...Object.values(OPERATIONS.tls),
   ...Object.values(OPERATIONS.routes),
-  ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values(OPERATIONS.modules[m])),
+  ...ROUTE_MODULE_NAMES.flatMap((m) => Object.values<Operation>(OPERATIONS.modules[m])),
   ...Object.values(OPERATIONS.tlsIpRestriction),
   OPERATIONS.meta.openapi,
 ];
