@@ -10,6 +10,7 @@ import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind, TYPE_NAMES } 
 import { isProps } from "../model/check";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
 import type { PropertyChange } from "../plan/detail";
+import { engineFailures } from "./failures";
 import { buildSchema, PACKAGE } from "./schema";
 import { conceal, reveal, secretProperties } from "./secrets";
 
@@ -79,7 +80,10 @@ export class EdgeProvider implements provider.Provider {
   check(urn: string, olds: unknown, news: unknown): Promise<provider.CheckResult> {
     const kind = kindOf(urn);
     const { inputs, failures } = LIFECYCLES[kind].check(reveal(news), reveal(olds));
-    return Promise.resolve({ inputs: this.concealed(kind, inputs, news), failures });
+    return Promise.resolve({
+      inputs: this.concealed(kind, inputs, news),
+      failures: engineFailures(failures, news),
+    });
   }
 
   /** The detailed diff of the last Diff of each resource, until serve.ts puts it on the wire. */
