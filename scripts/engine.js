@@ -16,6 +16,14 @@ const PULUMI_HOME = process.env.PULUMI_HOME || path.join(os.homedir(), ".pulumi"
 const PULUMI_ROOT = path.join(PULUMI_HOME, "versions", PULUMI_VERSION);
 const PULUMI_BIN = path.join(PULUMI_ROOT, "bin");
 
+/**
+ * Where the main job (`npm run up`, scripts/stack.mjs) keeps the root project's stacks: the
+ * backend that the root Pulumi.yaml names (`backend.url: file://./.pulumi-state`), so that the
+ * pulumi CLI run in the repository finds them too. EDGE_STACK_STATE_DIR moves it (then set
+ * PULUMI_BACKEND_URL=file://<that directory> for the CLI as well).
+ */
+const MAIN_STATE_DIR = process.env.EDGE_STACK_STATE_DIR ?? path.join(ROOT, ".pulumi-state");
+
 /** Throws a clear error when the engine has not been provisioned. */
 function assertEngine() {
   if (!fs.existsSync(path.join(PULUMI_BIN, "pulumi"))) {
@@ -92,6 +100,7 @@ module.exports = {
   PULUMI_VERSION,
   PULUMI_ROOT,
   PULUMI_BIN,
+  MAIN_STATE_DIR,
   assertEngine,
   engineEnv,
   pulumiCommand,

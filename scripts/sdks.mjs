@@ -8,7 +8,10 @@
 //   refuses; generated with `pulumi package gen-sdk --language dotnet` where that host is installed.
 //
 // Output in dist/sdks/<language>: build outputs, shipped in the npm package (see README "Which face?").
-// The Node.js SDK is also compiled into dist/packaged: `import * as edge from "pulumi-edge/packaged"`.
+// The Node.js SDK is also compiled into dist/packaged: `import * as edge from "pulumi-edge/packaged"`;
+// the Python SDK is also built into a wheel, dist/python/pulumi_edge-<version>-py3-none-any.whl
+// (`pip install` it from the file); dist/sdks/go is the Go module github.com/pulumi-edge/pulumi-edge/sdk/go
+// (tidy: go.mod and go.sum). `npm pack` puts the wheel and the Go module beside the tarball (scripts/postpack.mjs).
 // Regenerates only when the schema or the generator changed (stamp in dist/sdks/.stamp).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -20,11 +23,13 @@ import { fileURLToPath } from "node:url";
 
 const require = createRequire(import.meta.url);
 const engine = require("./engine.js");
+const { ensureVenv } = require("./venv.js");
 const ROOT = engine.ROOT;
 const SCHEMA = path.join(ROOT, "provider/plugin/schema.json");
 const SDKGEN_SRC = path.join(ROOT, "scripts/sdkgen");
 const OUT = path.join(ROOT, "dist/sdks");
 const log = (m) => console.log(`[sdks] ${m}`);
+const PULUMI_VERSION = require("../package.json").dependencies["@pulumi/pulumi"];
 
 const hash = (...files) => {
   const h = createHash("sha256");
@@ -38,9 +43,7 @@ function sdkgen() {
   const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
   const bin = path.join(cache, "pulumi-edge", "sdkgen", hash(...srcs), "sdkgen");
   if (!fs.existsSync(bin)) {
-    log(
-      `building the generator (go build of pulumi pkg/v3@${require("../package.json").dependencies["@pulumi/pulumi"]} codegen)`,
-    );
+    log(`building the generator (go build of pulumi pkg/v3@${PULUMI_VERSION} codegen)`);
     fs.mkdirSync(path.dirname(bin), { recursive: true });
     execFileSync("go", ["build", "-trimpath", "-o", bin, "."], {
       cwd: SDKGEN_SRC,
@@ -72,33 +75,96 @@ function generate() {
     log(`${language}: dist/sdks/${language}`);
   }
   goModule();
+  pythonWheel();
   dotnet();
   compileNode();
   fs.writeFileSync(stampFile, stamp);
 }
 
+/** Runs go in `cwd` with the environment a user's go has: no GOFLAGS overrides, no workspace. */
+function go(cwd, args) {
+  try {
+    return execFileSync("go", args, {
+      cwd,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, GOFLAGS: "", GOWORK: "off" },
+    });
+  } catch (e) {
+    throw new Error(
+      `go ${args.join(" ")} failed in ${cwd} (it needs the Go module proxy or a warm module cache):\n${e.stderr}`,
+    );
+  }
+}
+
 /**
- * The Go SDK's module file. The schema's import path is github.com/pulumi-edge/pulumi-edge/sdk/go/edge,
- * so dist/sdks is that module's root: a Go program names it with
- * `replace github.com/pulumi-edge/pulumi-edge/sdk => <node_modules/pulumi-edge/dist/sdks>`.
+ * The Go SDK as a module of its own: dist/sdks/go is github.com/pulumi-edge/pulumi-edge/sdk/go
+ * (the schema's go.modulePath), whose package edge is the schema's importBasePath. Its go line is
+ * the Pulumi Go SDK's (a module cannot declare less than what it requires), and `go mod tidy`
+ * writes the rest of go.mod and go.sum, so that it builds as is, with no GOFLAGS=-mod=mod.
+ * A Go program names it with `replace github.com/pulumi-edge/pulumi-edge/sdk/go => <this directory>`.
  */
 function goModule() {
-  const pulumiVersion = require("../package.json").dependencies["@pulumi/pulumi"];
+  const dir = path.join(OUT, "go");
+  const pulumiSdk = JSON.parse(
+    go(dir, ["mod", "download", "-json", `github.com/pulumi/pulumi/sdk/v3@v${PULUMI_VERSION}`]),
+  );
+  const goLine = /^go\s+(\S+)\s*$/m.exec(fs.readFileSync(pulumiSdk.GoMod, "utf8"))?.[1];
+  if (!goLine) throw new Error(`no go line in ${pulumiSdk.GoMod}`);
   fs.writeFileSync(
-    path.join(OUT, "go.mod"),
+    path.join(dir, "go.mod"),
     [
-      "module github.com/pulumi-edge/pulumi-edge/sdk",
+      "module github.com/pulumi-edge/pulumi-edge/sdk/go",
       "",
-      "go 1.21",
+      `go ${goLine}`,
       "",
-      "require (",
-      "\tgithub.com/blang/semver v3.5.1+incompatible",
-      `\tgithub.com/pulumi/pulumi/sdk/v3 v${pulumiVersion}`,
-      ")",
+      `require github.com/pulumi/pulumi/sdk/v3 v${PULUMI_VERSION}`,
       "",
     ].join("\n"),
   );
-  log("go: module file dist/sdks/go.mod");
+  go(dir, ["mod", "tidy"]);
+  log(`go: module github.com/pulumi-edge/pulumi-edge/sdk/go (go ${goLine}) in dist/sdks/go`);
+}
+
+/** What builds the wheel: the SDK's build backend (pyproject.toml: setuptools), pinned. */
+const WHEEL_TOOLS = "setuptools==84.2.1\n";
+
+/**
+ * The Python SDK as a wheel in dist/python, built from a copy of dist/sdks/python (the build
+ * leaves build/ and egg-info behind, which must not ship) by the cached venv's setuptools.
+ * SOURCE_DATE_EPOCH makes the wheel the same bytes for the same SDK.
+ */
+function pythonWheel() {
+  const src = path.join(OUT, "python");
+  const outDir = path.join(ROOT, "dist/python");
+  // The project's README is the package description; the generator writes it into the package only.
+  fs.copyFileSync(path.join(src, "pulumi_edge", "README.md"), path.join(src, "README.md"));
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-wheel-"));
+  try {
+    fs.cpSync(src, path.join(work, "python"), { recursive: true });
+    fs.rmSync(outDir, { recursive: true, force: true });
+    const python = ensureVenv(WHEEL_TOOLS);
+    execFileSync(
+      python,
+      [
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-build-isolation",
+        "--wheel-dir",
+        outDir,
+        path.join(work, "python"),
+      ],
+      { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, SOURCE_DATE_EPOCH: "315532800" } },
+    );
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+  const wheels = fs.readdirSync(outDir);
+  log(`python: wheel dist/python/${wheels.join(", ")}`);
 }
 
 function dotnet() {

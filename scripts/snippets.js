@@ -39,6 +39,72 @@ function regions(file) {
 }
 
 /**
+ * The names a file's imports bind, each with its import line: `import * as x`, `import x`,
+ * `import { a, b as c }` (TypeScript / JavaScript), `import x`, `import x as y`, `from m import a`
+ * (Python).
+ * @param {string} text
+ * @returns {Map<string, string>}
+ */
+function importBindings(text) {
+  const out = new Map();
+  for (const line of text.split("\n")) {
+    const t = line.trim();
+    let m;
+    if ((m = /^import\s+(?:type\s+)?(.+?)\s+from\s+["'][^"']+["'];?$/.exec(t))) {
+      for (const part of (m[1] ?? "").split(/,(?![^{]*})/)) {
+        const p = part.trim();
+        const ns = /^\*\s+as\s+(\w+)$/.exec(p);
+        if (ns) out.set(ns[1], t);
+        else if (/^\w+$/.test(p)) out.set(p, t);
+        else if (p.startsWith("{"))
+          for (const name of p.replace(/[{}]/g, "").split(",")) {
+            const local = name
+              .trim()
+              .split(/\s+as\s+/)
+              .pop()
+              ?.replace(/^type\s+/, "");
+            if (local) out.set(local, t);
+          }
+      }
+    } else if ((m = /^import\s+([\w.]+)(?:\s+as\s+(\w+))?$/.exec(t))) {
+      out.set(m[2] ?? (m[1] ?? "").split(".")[0], t);
+    } else if ((m = /^from\s+[\w.]+\s+import\s+(.+)$/.exec(t))) {
+      for (const name of (m[1] ?? "").replace(/[()]/g, "").split(","))
+        if (name.trim())
+          out.set(
+            name
+              .trim()
+              .split(/\s+as\s+/)
+              .pop(),
+            t,
+          );
+    }
+  }
+  return out;
+}
+
+/**
+ * A snippet that shows imports must show every import it uses: the names the example imports
+ * outside the region and the region uses without importing them.
+ * @param {string} source the example's whole text
+ * @param {string} region the snippet
+ * @returns {string[]} the names missing their import
+ */
+function missingImports(source, region) {
+  const shown = importBindings(region);
+  if (shown.size === 0) return []; // a fragment, not the top of a program
+  const code = region
+    .split("\n")
+    .filter((l) => !/^\s*(import\s|from\s+\S+\s+import\s)/.test(l))
+    .join("\n")
+    .replace(/(["'`])(?:\\.|(?!\1).)*\1/g, '""') // strings
+    .replace(/(\/\/|#).*$/gm, ""); // comments
+  return [...importBindings(source).keys()].filter(
+    (name) => !shown.has(name) && new RegExp(`(?<![\\w.])${name}\\b`).test(code),
+  );
+}
+
+/**
  * Checks (or rewrites) one document.
  * @param {string} doc path relative to the repository
  * @returns {{ problems: string[], text: string }}
@@ -59,13 +125,17 @@ function syncDoc(doc) {
     }
     if (code !== region)
       problems.push(`${doc}: snippet ${file}#${name} differs from the example (run: npm run docs)`);
+    for (const missing of missingImports(fs.readFileSync(path.join(ROOT, file), "utf8"), region))
+      problems.push(
+        `${doc}: snippet ${file}#${name} shows its imports but not the one of \`${missing}\`, which it uses`,
+      );
     return `<!-- snippet: ${file}#${name} -->\n\`\`\`${lang}\n${region}\`\`\``;
   });
   // Code (not shell commands) in the docs must come from an example.
   const fences = text
     .split("\n")
     .flatMap((line, i, all) =>
-      /^```(ts|typescript|js|yaml|yml)$/.test(line) && !/^<!-- snippet: /.test(all[i - 1] ?? "")
+      /^```(ts|typescript|js|yaml|yml|python|py|go)$/.test(line) && !/^<!-- snippet: /.test(all[i - 1] ?? "")
         ? [`${doc}:${i + 1}`]
         : [],
     );
@@ -89,4 +159,4 @@ if (require.main === module) {
   process.exit(failed ? 1 : 0);
 }
 
-module.exports = { regions, syncDoc };
+module.exports = { regions, syncDoc, importBindings, missingImports };

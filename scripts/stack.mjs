@@ -1,13 +1,12 @@
 // The main job: deploys (or destroys) the root Pulumi.yaml stack against the embedded edge
 // service, with a local file backend: offline, no prompts. Usage: node scripts/stack.mjs up|destroy|preview
 import { createRequire } from "node:module";
-import path from "node:path";
 
 const require = createRequire(import.meta.url);
-const { ROOT, directoryStack } = require("./engine.js");
+const { ROOT, MAIN_STATE_DIR, directoryStack } = require("./engine.js");
 
 const action = process.argv[2] ?? "up";
-const stateDir = process.env.EDGE_STACK_STATE_DIR ?? path.join(ROOT, ".pulumi-state");
+const stateDir = MAIN_STATE_DIR;
 const stack = await directoryStack({ workDir: ROOT, stackName: process.env.EDGE_STACK ?? "dev", stateDir });
 const onOutput = (s) => process.stdout.write(s);
 

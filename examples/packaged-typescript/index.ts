@@ -1,7 +1,7 @@
 // The packaged provider from TypeScript: the same resources as the dynamic face, through the
 // generated Node.js SDK and the plugin `pulumi-resource-edge` (declared in Pulumi.yaml).
-import * as pulumi from "@pulumi/pulumi";
 // [snippet: packaged-route]
+import * as pulumi from "@pulumi/pulumi";
 import * as edge from "pulumi-edge/packaged";
 
 const web = new edge.HttpsEdge("web", { hostports: ["shop.example.com:443"] });

@@ -8,7 +8,7 @@
  * resources as packaged ones, backs the state up, forgets the dynamic resources and imports the
  * same objects. Without --yes it only prints the plan. Uses the `pulumi` on PATH.
  */
-import { execFileSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -17,31 +17,103 @@ import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
 
 const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
+const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
+         Moves a stack of pulumi-edge's dynamic resources to the packaged provider in place:
+         forgets them (no delete) and imports the same objects as packaged resources. First
+         switch the program (import from "pulumi-edge/packaged", the plugin in Pulumi.yaml).
+         --stack NAME  the stack (default: the project's selected stack)
+         --cwd DIR     the Pulumi project's directory (default: .)
+         --yes         do it; without, print the plan only
+         The stack is found as the pulumi CLI (on PATH) finds it in DIR: PULUMI_BACKEND_URL, else
+         Pulumi.yaml's backend.url, else \`pulumi login\`. A passphrase stack's passphrase comes
+         from PULUMI_CONFIG_PASSPHRASE(_FILE); with neither set, the empty passphrase is tried
+         (what the stacks of pulumi-edge's own scripts, \`npm run up\`, use).
+       pulumi-edge --help | --version`;
+
+/** What a failed pulumi command printed that says what to do next. */
+function nextStep(output: string): string | undefined {
+  // TypeScript's TS2307 when the program is type-checked, Node's MODULE_NOT_FOUND when not.
+  if (/Cannot find module '(pulumi-edge\/packaged|[^']*pulumi-edge\/dist\/packaged\/[^']*)'/.test(output))
+    return (
+      "pulumi-edge/packaged (the generated Node.js SDK) is not built in the pulumi-edge this program loads: " +
+      "the npm package ships it; in a checkout of pulumi-edge run `npm run sdks` (it needs Go), then run this again"
+    );
+  if (/PULUMI_ACCESS_TOKEN must be set|not logged in/.test(output))
+    return (
+      "pulumi looked for the stack on Pulumi Cloud: run this where `pulumi stack ls` lists the stack " +
+      "(PULUMI_BACKEND_URL, a backend.url in Pulumi.yaml, or `pulumi login <backend>`)"
+    );
+  if (/passphrase/.test(output))
+    return "set PULUMI_CONFIG_PASSPHRASE (or PULUMI_CONFIG_PASSPHRASE_FILE) to the stack's passphrase";
+  return undefined;
+}
+
+// Colours the program's own stack traces carry even with --color never.
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+/** The part of a failed command's output that explains it: pulumi's diagnostics, else the end. */
+function cause(stdout: string, stderr: string): string {
+  const diagnostics = stdout.indexOf("Diagnostics:");
+  const lines = (diagnostics >= 0 ? stdout.slice(diagnostics) : stdout).trimEnd().split("\n");
+  return [...lines.slice(-60), stderr.trimEnd()]
+    .filter((l) => l.trim())
+    .join("\n")
+    .replace(ANSI_COLOUR, "");
+}
+
 function pulumi(cwd: string, stack: string | undefined, args: string[]): string {
-  return execFileSync(
-    "pulumi",
-    [...args, ...(stack ? ["--stack", stack] : []), "--non-interactive", "--color", "never"],
-    {
-      cwd,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-      maxBuffer: 256 * 1024 * 1024,
-    },
-  );
+  const argv = [...args, ...(stack ? ["--stack", stack] : []), "--non-interactive", "--color", "never"];
+  const env = { ...process.env };
+  if (env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined)
+    env.PULUMI_CONFIG_PASSPHRASE = "";
+  const run = spawnSync("pulumi", argv, { cwd, env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
+  if (run.error) {
+    throw new Error(
+      (run.error as NodeJS.ErrnoException).code === "ENOENT"
+        ? "no `pulumi` on PATH: install the Pulumi CLI (or run this through npx in a project that has the `pulumi` npm package)"
+        : `pulumi ${args.join(" ")}: ${run.error.message}`,
+    );
+  }
+  if (run.status !== 0) {
+    const output = cause(run.stdout, run.stderr);
+    const next = nextStep(output);
+    throw new Error(
+      `pulumi ${argv.join(" ")} failed (exit ${run.status ?? run.signal}) in ${cwd}:\n${output}` +
+        (next ? `\nNext: ${next}.` : ""),
+    );
+  }
+  return run.stdout;
 }
 
 function main(argv: string[]): number {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      stack: { type: "string" },
-      cwd: { type: "string", default: "." },
-      yes: { type: "boolean", default: false },
-    },
-  });
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        stack: { type: "string" },
+        cwd: { type: "string", default: "." },
+        yes: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean" },
+      },
+    });
+  } catch (e) {
+    console.error(`pulumi-edge: ${(e as Error).message}; run pulumi-edge --help`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log(VERSION);
+    return 0;
+  }
   if (positionals[0] !== "migrate-to-packaged" || positionals.length !== 1) {
-    console.error("usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]");
+    console.error(USAGE);
     return 2;
   }
   const cwd = resolve(values.cwd);

@@ -21,6 +21,7 @@ import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
 import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
 import type { PropertyChange } from "../plan/detail";
+import { engineFailures } from "./failures";
 import { buildSchema, PACKAGE } from "./schema";
 import { conceal, reveal, secretProperties } from "./secrets";
 
@@ -153,7 +154,10 @@ export class EdgeProvider implements provider.Provider {
   check(urn: string, olds: unknown, news: unknown): Promise<provider.CheckResult> {
     const { kind, handler } = handlerFor(urn);
     const { inputs, failures } = handler.check(reveal(news), reveal(olds));
-    return Promise.resolve({ inputs: this.concealed(kind, inputs, news), failures });
+    return Promise.resolve({
+      inputs: this.concealed(kind, inputs, news),
+      failures: engineFailures(failures, news),
+    });
   }
 
   /** The detailed diff of the last Diff of each resource, until serve.ts puts it on the wire. */

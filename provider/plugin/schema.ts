@@ -363,9 +363,14 @@ export function buildSchema(version: string): PackageSchema {
     types: Object.fromEntries(Object.entries(b.types).sort(([a], [c]) => a.localeCompare(c))),
     resources,
     language: {
-      nodejs: { packageName: "@pulumi-edge/edge", respectSchemaVersion: true },
+      // The names users install and import: code that `pulumi import` generates imports these
+      // (TypeScript: `import * as edge from "pulumi-edge/packaged"`; Python: `import pulumi_edge`).
+      // The Node.js SDK ships inside the npm package pulumi-edge as its `packaged` subpath.
+      nodejs: { packageName: "pulumi-edge/packaged", respectSchemaVersion: true },
       python: { packageName: "pulumi_edge", respectSchemaVersion: true, pyproject: { enabled: true } },
       go: {
+        // The Go SDK is a module of its own (dist/sdks/go), as Pulumi lays out current providers.
+        modulePath: "github.com/pulumi-edge/pulumi-edge/sdk/go",
         importBasePath: "github.com/pulumi-edge/pulumi-edge/sdk/go/edge",
         generateResourceContainerTypes: true,
         respectSchemaVersion: true,

@@ -9,6 +9,7 @@
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
  *                             [--data DIR | --database postgres://...]
+ * edge-service --help | --version
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
@@ -41,7 +42,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
          (re-seals every secret, sealed or not yet, under the key of NEW in one transaction;
           refuses, changing nothing, when the old key does not open one. Stop the service first,
-          then start it with the new key)`;
+          then start it with the new key)
+       edge-service --help | --version`;
 
 /** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
 async function migrate(from: string | undefined, to: string | undefined, secrets: Secrets): Promise<number> {
@@ -169,8 +171,17 @@ async function main(argv: string[]): Promise<number> {
       "from-key-file": { type: "string" },
       "to-key-file": { type: "string" },
       help: { type: "boolean", short: "h" },
+      version: { type: "boolean" },
     },
   });
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    console.log((require("pulumi-edge/package.json") as { version: string }).version);
+    return 0;
+  }
   if (positionals[0] === "request" && positionals.length === 3) {
     const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
     return request(positionals[1]!, positionals[2]!, {
@@ -194,7 +205,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
     console.error(USAGE);
-    return values.help ? 0 : 2;
+    return 2;
   }
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
@@ -255,8 +266,10 @@ async function main(argv: string[]): Promise<number> {
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: Error) => {
-    console.error(`edge-service: ${error.message}`);
-    process.exit(1);
+  (error: Error & { code?: string }) => {
+    // A mistyped command line (parseArgs: unknown option, missing value) is a usage error.
+    const usage = error.code?.startsWith("ERR_PARSE_ARGS_") ? "; run edge-service --help" : "";
+    console.error(`edge-service: ${error.message}${usage}`);
+    process.exit(usage ? 2 : 1);
   },
 );

@@ -1,6 +1,9 @@
 /**
- * examples/go: the generated Go SDK compiles with the pinned Go SDK of Pulumi, and the example
- * program on it builds (`go build`, as `pulumi up` does first). Running it needs the Go language
+ * examples/go: the generated Go SDK (dist/sdks/go, the module github.com/pulumi-edge/pulumi-edge/sdk/go)
+ * compiles with the pinned Go SDK of Pulumi, and the example program on it builds (`go build`, as
+ * `pulumi up` does first) as the official toolchain builds it: no GOFLAGS (so -mod=readonly: a
+ * go.mod that needs updates fails), no go.work; the example's go.mod is tidy and its go line is
+ * the SDK's. Running it needs the Go language
  * host, which ships in the official CLI archive and which the Go module proxy refuses: with the
  * host installed the example is deployed too; without it that test is skipped, saying so.
  */
@@ -12,13 +15,16 @@ import { quiet } from "../engine/support/harness";
 import { programWorkspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const SDKS = join(engine.ROOT, "dist", "sdks");
+const SDK = join(engine.ROOT, "dist", "sdks", "go");
+const REPLACE = "=> ./node_modules/pulumi-edge/dist/sdks/go";
 
 /** The example, its go.mod pointing at this checkout's generated SDK (a user's points into node_modules). */
 function goExample() {
   const ex = programWorkspace(join(engine.ROOT, "examples", "go"), "example-go");
   const mod = join(ex.dir, "go.mod");
-  writeFileSync(mod, readFileSync(mod, "utf8").replace("./node_modules/pulumi-edge/dist/sdks", SDKS));
+  const text = readFileSync(mod, "utf8");
+  expect(text).toContain(REPLACE);
+  writeFileSync(mod, text.replace(REPLACE, `=> ${SDK}`));
   const yaml = join(ex.dir, "Pulumi.yaml");
   writeFileSync(
     yaml,
@@ -32,7 +38,8 @@ async function go(dir: string, args: string[]): Promise<string> {
     const { stdout, stderr } = await promisify(execFile)("go", args, {
       cwd: dir,
       encoding: "utf8",
-      env: { ...process.env, GOFLAGS: "-mod=mod" },
+      // A user's go: no -mod=mod that would quietly rewrite go.mod, no workspace of this repository.
+      env: { ...process.env, GOFLAGS: "", GOWORK: "off" },
       maxBuffer: 16 * 1024 * 1024,
     });
     return stdout + stderr;
@@ -42,10 +49,21 @@ async function go(dir: string, args: string[]): Promise<string> {
   }
 }
 
-test("examples/go builds on the generated Go SDK (dist/sdks, module github.com/pulumi-edge/pulumi-edge/sdk)", async () => {
-  expect(existsSync(join(SDKS, "go.mod"))).toBe(true);
+const goLine = (file: string) => /^go (\S+)$/m.exec(readFileSync(file, "utf8"))?.[1];
+
+test("the generated Go SDK is a tidy module of its own that builds and vets as is", async () => {
+  expect(readFileSync(join(SDK, "go.mod"), "utf8")).toMatch(
+    /^module github\.com\/pulumi-edge\/pulumi-edge\/sdk\/go$/m,
+  );
+  await go(SDK, ["mod", "tidy", "-diff"]);
+  await go(SDK, ["vet", "./..."]);
+}, 600_000);
+
+test("examples/go is a tidy module whose go line is the SDK's, and builds on it without GOFLAGS", async () => {
+  expect(goLine(join(engine.ROOT, "examples", "go", "go.mod"))).toBe(goLine(join(SDK, "go.mod")));
   const ex = goExample();
   try {
+    await go(ex.dir, ["mod", "tidy", "-diff"]); // exits 1 with the diff when go.mod or go.sum is not tidy
     await go(ex.dir, ["build", "-o", join(ex.dir, "edge-go"), "."]);
     expect(existsSync(join(ex.dir, "edge-go"))).toBe(true);
     await go(ex.dir, ["vet", "."]);

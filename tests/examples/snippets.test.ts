@@ -1,9 +1,35 @@
 /** Every code block in the docs is a copy of a region of an example that the tests run. */
-const { syncDoc, regions } =
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+const { syncDoc, regions, missingImports } =
   require("../../scripts/snippets.js") as typeof import("../../scripts/snippets.js");
 
-test.each(["README.md", "docs/guide.md"])("%s: every code block comes from an example, unchanged", (doc) => {
+const ROOT = join(__dirname, "..", "..");
+const DOCS = [
+  ...readdirSync(ROOT).filter((f) => f.endsWith(".md")),
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
+
+test.each(DOCS)("%s: every code block comes from an example, unchanged, with its imports", (doc) => {
   expect(syncDoc(doc).problems).toEqual([]);
+});
+
+test("a snippet that shows imports but leaves one out is caught (the packaged one without `pulumi`)", () => {
+  const file = "examples/packaged-typescript/index.ts";
+  const source = readFileSync(join(ROOT, file), "utf8");
+  const region = regions(file).get("packaged-route")!;
+  expect(region).toMatch(/^import \* as pulumi from "@pulumi\/pulumi";$/m);
+  expect(missingImports(source, region)).toEqual([]);
+  expect(missingImports(source, region.replace(/^import \* as pulumi .*\n/m, ""))).toEqual(["pulumi"]);
+  // Python too; and a fragment that shows no import at all is a fragment.
+  const py = readFileSync(join(ROOT, "examples/python/__main__.py"), "utf8");
+  const pyRegion = regions("examples/python/__main__.py").get("python-program")!;
+  expect(missingImports(py, pyRegion)).toEqual([]);
+  expect(missingImports(py, pyRegion.replace(/^import pulumi\n/m, ""))).toEqual(["pulumi"]);
+  expect(missingImports(source, region.replace(/^import .*\n/gm, ""))).toEqual([]);
 });
 
 test("the checker notices an edited snippet and a code block without a source", () => {

@@ -29,8 +29,20 @@ const schema = JSON.parse(
   readFileSync(join(engine.ROOT, "provider", "plugin", "schema.json"), "utf8"),
 ) as Schema;
 const program = parse(readFileSync(join(EXAMPLE, "Pulumi.yaml"), "utf8")) as {
+  config?: Record<string, { secret?: boolean; default?: unknown }>;
   resources: Record<string, { type: string; properties: Record<string, unknown> }>;
 };
+const OIDC_SECRET = "yaml-example-oidc-secret";
+
+test("examples/yaml declares no secret config key with a default (the official CLI refuses to deploy one)", () => {
+  // `Stack 'dev' with configuration key 'oidcClientSecret' must be encrypted as it's secret`:
+  // a default is plaintext in Pulumi.yaml, so a secret key must be set with `config set --secret`.
+  const secretWithDefault = Object.entries(program.config ?? {})
+    .filter(([, c]) => c.secret && c.default !== undefined)
+    .map(([key]) => key);
+  expect(secretWithDefault).toEqual([]);
+  expect(program.config?.oidcClientSecret).toEqual({ type: "string", secret: true });
+});
 
 /** Paths of the properties in `value` that the schema does not declare. */
 function undeclared(value: unknown, props: Record<string, SchemaProperty>, at: string): string[] {
@@ -80,12 +92,13 @@ deploy(
         readFileSync(file, "utf8").replace("node_modules/pulumi-edge/bin", join(engine.ROOT, "bin")),
       );
       const stack = await engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
+      await stack.setConfig("oidcClientSecret", { value: OIDC_SECRET, secret: true });
       const up = await stack.up(quiet);
       expect(up.summary.resourceChanges?.create).toBe(5);
       expect(up.outputs.routeId!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
       expect(up.outputs.allowed!.value).toEqual(["ipp_office", "ipp_vpn"]);
       await stack.preview({ ...quiet, expectNoChanges: true });
-      expect(await stateExport(stack, ex.stateDir)).not.toContain("demo-secret");
+      expect(await stateExport(stack, ex.stateDir)).not.toContain(OIDC_SECRET);
       await stack.destroy(quiet);
     } finally {
       ex.cleanup();

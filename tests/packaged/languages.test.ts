@@ -3,11 +3,15 @@
  * by a Node.js program on the generated Node.js SDK and by a Python program on the generated
  * Python SDK (the `pulumi` Python SDK from PyPI at the pinned version, the Python language host
  * built by scripts/provision-pulumi.sh). Both programs read the same `spec`; each step asserts on
- * exactly what reached a recording server.
+ * exactly what reached a recording server. Then examples/python as a user copies it: its own
+ * virtualenv from its requirements.txt (pinned `pulumi`, the SDK's wheel out of node_modules),
+ * through its lifecycle.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
 import {
   quiet,
@@ -18,7 +22,7 @@ import {
   LIFECYCLE_ROUTE as baseRoute,
   stateFiles,
 } from "../engine/support/harness";
-import type { Workspace } from "../support/workspace";
+import { programWorkspace, type Workspace } from "../support/workspace";
 import { packagedWorkspace } from "./support/plugin";
 import { pythonEnv, pythonHostProblem } from "./support/python";
 
@@ -178,3 +182,126 @@ describe.each(LANGUAGES)(
     });
   },
 );
+
+describe("examples/python, as a user copies it", () => {
+  const OIDC_SECRET = "oidc-python-example-never-in-state";
+  let ws: Workspace;
+  let server: RecordingServer;
+  let stack: Stack;
+
+  beforeAll(async () => {
+    const problem = pythonHostProblem();
+    if (problem) throw new Error(problem);
+    ws = programWorkspace(join(engine.ROOT, "examples", "python"), "example-python");
+    // The user's layout: `npm install` of pulumi-edge beside the program (here this checkout,
+    // which the root node_modules links as pulumi-edge), read through the example's relative paths.
+    symlinkSync(join(engine.ROOT, "node_modules"), join(ws.dir, "node_modules"));
+    // What the guide says to run: a virtualenv named as Pulumi.yaml names it, from requirements.txt.
+    const run = async (cmd: string, args: string[]) => {
+      try {
+        await promisify(execFile)(cmd, args, { cwd: ws.dir, encoding: "utf8", timeout: 600_000 });
+      } catch (e) {
+        const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
+        throw new Error(`${cmd} ${args.join(" ")} failed in ${ws.dir}:\n${stdout}\n${stderr}`);
+      }
+    };
+    await run("python3", ["-m", "venv", "venv"]);
+    await run(join(ws.dir, "venv/bin/python"), [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      "-r",
+      "requirements.txt",
+    ]);
+    server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-lang-"))); // removed on close
+    stack = await engine.directoryStack({
+      workDir: ws.dir,
+      stackName: "dev",
+      stateDir: ws.stateDir,
+      // This engine's Python host ignores Pulumi.yaml's virtualenv (the guide's Python gotcha).
+      env: { PULUMI_PYTHON_CMD: join(ws.dir, "venv/bin/python") },
+    });
+    await stack.setConfig("edge:baseUrl", { value: server.url });
+    await stack.setConfig("oidcClientSecret", { value: OIDC_SECRET, secret: true });
+  }, 900_000);
+
+  afterAll(async () => {
+    await server?.close();
+    ws?.cleanup();
+  });
+
+  const apiRoute = async () => {
+    const [edgeId, routeId] = ((await stack.outputs()).routeId!.value as string).split("/") as [
+      string,
+      string,
+    ];
+    return { edgeId, routeId, path: `/edges/https/${edgeId}/routes/${routeId}` };
+  };
+
+  test("the virtualenv holds pulumi at the engine's version and the SDK from the wheel", async () => {
+    const { stdout } = await promisify(execFile)(
+      join(ws.dir, "venv/bin/python"),
+      [
+        "-c",
+        "import importlib.metadata as m, pulumi_edge; print(m.version('pulumi'), m.version('pulumi_edge'))",
+      ],
+      { encoding: "utf8" },
+    );
+    expect(stdout.trim()).toBe(`${engine.PULUMI_VERSION} 0.1.0`);
+  });
+
+  test("up creates both edges, the route with its modules and the IP restriction; no changes after", async () => {
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(5); // stack, 2 edges, route, IP restriction
+    expect(up.outputs.allowed!.value).toEqual(["ipp_office"]);
+    const { edgeId, routeId } = await apiRoute();
+    const route = await server.client.getRoute(edgeId, routeId);
+    expect(route.backend?.backend.id).toBe("bkd_shop_api");
+    expect(route.request_headers).toMatchObject({ add: { "X-Request-Source": "edge" }, remove: ["Cookie"] });
+    expect(route.circuit_breaker).toMatchObject({ num_buckets: 10, error_threshold_percentage: 0.5 });
+    expect(route.oidc).toMatchObject({ client_id: "shop", client_secret: OIDC_SECRET });
+    server.reset();
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    expect(server.mutations()).toEqual([]);
+  });
+
+  test("a changed input is one PATCH of that module", async () => {
+    await stack.setConfig("backendId", { value: "bkd_shop_api_v2" });
+    server.reset();
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.update).toBe(1);
+    const { path } = await apiRoute();
+    expect(server.mutations()).toEqual([
+      { method: "PATCH", path, body: { backend: { backend_id: "bkd_shop_api_v2" } } },
+    ]);
+  });
+
+  test("drift is found by preview --refresh and undone by up --refresh", async () => {
+    const { edgeId, routeId, path } = await apiRoute();
+    await server.client.updateRoute(edgeId, routeId, { backend: { backend_id: "bkd_rogue" } });
+    const preview = await stack.preview({ ...quiet, refresh: true, diff: true });
+    expect(preview.changeSummary.update).toBe(1);
+    expect(preview.stdout).toMatch(/backendId/);
+    server.reset();
+    await stack.up({ ...quiet, refresh: true });
+    expect(server.mutations()).toEqual([
+      { method: "PATCH", path, body: { backend: { backend_id: "bkd_shop_api_v2" } } },
+    ]);
+    await stack.preview({ ...quiet, refresh: true, expectNoChanges: true });
+  });
+
+  test("the OIDC client secret is encrypted in the state", async () => {
+    const exported = await stateExport(stack, ws.stateDir);
+    expect(exported).toContain("ciphertext");
+    expect(exported).not.toContain(OIDC_SECRET);
+    for (const file of stateFiles(ws.stateDir)) expect(readFileSync(file, "utf8")).not.toContain(OIDC_SECRET);
+  });
+
+  test("destroy leaves nothing on the service", async () => {
+    await stack.destroy(quiet);
+    expect((await server.client.listHttpsEdges()).https_edges).toEqual([]);
+    expect((await server.client.listTlsEdges()).tls_edges).toEqual([]);
+  });
+});

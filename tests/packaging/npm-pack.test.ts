@@ -3,8 +3,10 @@
  * repository, deployed against the embedded service; then the project moves to another path
  * and its state still refreshes and destroys (the state carries no paths and no project code).
  * The same installed package serves the packaged face: its plugin runs from node_modules.
+ * Beside the tarball, `npm pack` writes the Python SDK's wheel and the Go SDK's module: each is
+ * installed from the file by its own language's tools, outside this repository, and used.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -17,6 +19,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { quiet } from "../engine/support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -159,4 +162,114 @@ export const route = new edge.HttpsEdgeRoute("api", { edgeId: web.id, matchType:
   expect(up.outputs.route!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
   await stack.preview({ ...quiet, expectNoChanges: true });
   await stack.destroy(quiet);
+});
+
+const VERSION = (require("../../package.json") as { version: string }).version;
+
+/** A command in `cwd` with only the environment a user has (plus `env`); fails with its output. */
+async function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
+  try {
+    const { stdout } = await promisify(execFile)(cmd, args, {
+      cwd,
+      encoding: "utf8",
+      timeout: 600_000,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, ...env },
+    });
+    return stdout;
+  } catch (e) {
+    const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
+    throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
+  }
+}
+
+test("beside the tarball: the Python SDK's wheel, which pip installs from the file into a virtualenv of its own", async () => {
+  const wheel = join(base, `pulumi_edge-${VERSION}-py3-none-any.whl`);
+  expect(existsSync(wheel)).toBe(true);
+  const venv = join(base, "venv");
+  await run("python3", ["-m", "venv", venv], base);
+  // As the guide says: the wheel and the Pulumi SDK at the engine's version, nothing else named.
+  await run(
+    join(venv, "bin/python"),
+    [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      `pulumi==${engine.PULUMI_VERSION}`,
+      wheel,
+    ],
+    base,
+  );
+  const out = await run(
+    join(venv, "bin/python"),
+    [
+      "-c",
+      [
+        "import importlib.metadata as m, json, pathlib, pulumi, pulumi_edge",
+        "plugin = json.loads((pathlib.Path(pulumi_edge.__file__).parent / 'pulumi-plugin.json').read_text())",
+        "print(m.version('pulumi'), m.version('pulumi_edge'), plugin['name'], plugin['version'])",
+        "print(pulumi_edge.HttpsEdgeRoute.__name__, pulumi_edge.MatchType.PATH_PREFIX.value)",
+      ].join("\n"),
+    ],
+    base,
+  );
+  // The SDK asks the engine for the plugin `edge` at the package's version, which Pulumi.yaml declares.
+  expect(out.trim().split("\n")).toEqual([
+    `${engine.PULUMI_VERSION} ${VERSION} edge ${VERSION}`,
+    "HttpsEdgeRoute path_prefix",
+  ]);
+});
+
+test("beside the tarball: the Go SDK's module, which a program outside this repository builds on with a replace", async () => {
+  const goModule = join(base, `pulumi-edge-go-${VERSION}`);
+  expect(existsSync(join(goModule, "go.mod"))).toBe(true);
+  const program = join(base, "go-consumer");
+  mkdirSync(program);
+  writeFileSync(
+    join(program, "main.go"),
+    `package main
+
+import (
+\t"github.com/pulumi-edge/pulumi-edge/sdk/go/edge"
+\t"github.com/pulumi/pulumi/sdk/v3/go/pulumi"
+)
+
+func main() {
+\tpulumi.Run(func(ctx *pulumi.Context) error {
+\t\tweb, err := edge.NewHttpsEdge(ctx, "web", &edge.HttpsEdgeArgs{})
+\t\tif err != nil {
+\t\t\treturn err
+\t\t}
+\t\t_, err = edge.NewHttpsEdgeRoute(ctx, "api", &edge.HttpsEdgeRouteArgs{
+\t\t\tEdgeId: web.ID().ToStringOutput(), MatchType: edge.MatchTypePathPrefix, Match: pulumi.String("/api"),
+\t\t})
+\t\treturn err
+\t})
+}
+`,
+  );
+  // The guide's steps, with the user's go: no GOFLAGS, no workspace file of this repository.
+  const env = { GOFLAGS: "", GOWORK: "off" };
+  await run("go", ["mod", "init", "example.com/consumer"], program, env);
+  // The Pulumi Go SDK pinned to the engine's version: a bare `go mod tidy` would take the newest.
+  await run(
+    "go",
+    [
+      "mod",
+      "edit",
+      `-replace=github.com/pulumi-edge/pulumi-edge/sdk/go=../pulumi-edge-go-${VERSION}`,
+      `-require=github.com/pulumi-edge/pulumi-edge/sdk/go@v${VERSION}`,
+      `-require=github.com/pulumi/pulumi/sdk/v3@v${engine.PULUMI_VERSION}`,
+    ],
+    program,
+    env,
+  );
+  await run("go", ["mod", "tidy"], program, env);
+  expect(await run("go", ["list", "-m", "github.com/pulumi/pulumi/sdk/v3"], program, env)).toBe(
+    `github.com/pulumi/pulumi/sdk/v3 v${engine.PULUMI_VERSION}\n`,
+  );
+  await run("go", ["build", "-o", "consumer", "."], program, env);
+  expect(existsSync(join(program, "consumer"))).toBe(true);
 });

@@ -1,0 +1,70 @@
+/**
+ * A check failure on the packaged face, as the engine prints it: it names the property and the
+ * bad value. The engine (3.259) looks a failure's property up as a top-level input, so a nested
+ * path printed `property circuitBreaker.numBuckets value {<nil>}`; a secret is never repeated.
+ * Nothing reaches the service.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Stack } from "@pulumi/pulumi/automation";
+import {
+  LIFECYCLE_ROUTE,
+  quiet,
+  type RecordingServer,
+  recordingServer,
+  setSpec,
+} from "../engine/support/harness";
+import type { Workspace } from "../support/workspace";
+import { packagedWorkspace } from "./support/plugin";
+
+const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
+
+const WEBHOOK_SECRET = "whsec-0c3e-check-failure-never-shown";
+let ws: Workspace;
+let server: RecordingServer;
+let stack: Stack;
+
+beforeAll(async () => {
+  ws = packagedWorkspace("packaged-spec-program", "check-failures");
+  server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-check-failures-")));
+  stack = await engine.directoryStack({ workDir: ws.dir, stackName: "checks", stateDir: ws.stateDir });
+  await stack.setConfig("edge:baseUrl", { value: server.url });
+  await stack.setConfig("webhookSecret", { value: WEBHOOK_SECRET, secret: true });
+});
+
+afterAll(async () => {
+  await server?.close();
+  ws?.cleanup();
+});
+
+/** The engine's output of a preview of one route that check refuses. */
+async function refused(route: Record<string, unknown>): Promise<string> {
+  await setSpec(stack, { edges: ["a"], routes: [{ name: "api", edge: "a", args: route }] });
+  const out: string[] = [];
+  server.reset();
+  await expect(stack.preview({ ...quiet, onOutput: (s) => out.push(s) })).rejects.toThrow();
+  expect(server.mutations()).toEqual([]);
+  return out.join("");
+}
+
+test("circuitBreaker.numBuckets: 500 names the property and the value, not {<nil>}", async () => {
+  const out = await refused({
+    ...LIFECYCLE_ROUTE,
+    circuitBreaker: { ...LIFECYCLE_ROUTE.circuitBreaker, numBuckets: 500 },
+  });
+  expect(out).toMatch(
+    /HttpsEdgeRoute resource 'api': property circuitBreaker value \{.*\} has a problem: numBuckets is 500: must be between 1 and 128/,
+  );
+  expect(out).not.toContain("<nil>");
+});
+
+test("a bad value inside a secret is named, never shown", async () => {
+  const out = await refused({
+    ...LIFECYCLE_ROUTE,
+    webhookVerification: { provider: "sns", secret: "secret:webhookSecret" },
+  });
+  expect(out).toMatch(/property webhookVerification value \{.*\} has a problem: secret is \[secret\]: /);
+  expect(out).not.toContain(WEBHOOK_SECRET);
+  expect(out).not.toContain("<nil>");
+});
