@@ -14,8 +14,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
-
-const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
+import { errorField, errorMessage } from "../../sdk/contract";
+import { VERSION } from "../../sdk/version";
 
 const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
          Moves a stack of pulumi-edge's dynamic resources to the packaged provider in place:
@@ -69,7 +69,7 @@ function pulumi(cwd: string, stack: string | undefined, args: string[]): string 
   const run = spawnSync("pulumi", argv, { cwd, env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
   if (run.error) {
     throw new Error(
-      (run.error as NodeJS.ErrnoException).code === "ENOENT"
+      errorField(run.error, "code") === "ENOENT"
         ? "no `pulumi` on PATH: install the Pulumi CLI (or run this through npx in a project that has the `pulumi` npm package)"
         : `pulumi ${args.join(" ")}: ${run.error.message}`,
     );
@@ -100,7 +100,7 @@ function main(argv: string[]): number {
       },
     });
   } catch (e) {
-    console.error(`pulumi-edge: ${(e as Error).message}; run pulumi-edge --help`);
+    console.error(`pulumi-edge: ${errorMessage(e)}; run pulumi-edge --help`);
     return 2;
   }
   const { values, positionals } = parsed;

@@ -3,6 +3,7 @@
  * types over the same lifecycles, model, plans and client as the dynamic face. It only adapts:
  * type tokens to resource kinds, Pulumi's secret wrappers in and out, a self-describing route id.
  */
+import { VERSION } from "../../sdk/version";
 import type * as provider from "@pulumi/pulumi/provider";
 import { configureFromStack, engineConfig } from "../config";
 import { operation } from "../engine/call";
@@ -24,8 +25,6 @@ import type { PropertyChange } from "../plan/detail";
 import { engineFailures } from "./failures";
 import { buildSchema, PACKAGE } from "./schema";
 import { conceal, reveal, secretProperties } from "./secrets";
-
-const VERSION = (require("pulumi-edge/package.json") as { version: string }).version;
 
 const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */

@@ -8,7 +8,7 @@ import { isProps, type Props } from "../model/check";
 const SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
-const isSecret = (v: unknown): v is { value: unknown } => isProps(v) && v[SIG_KEY] === SECRET_SIG;
+export const isSecret = (v: unknown): v is { value: unknown } => isProps(v) && v[SIG_KEY] === SECRET_SIG;
 export const secret = (value: unknown): Props => ({ [SIG_KEY]: SECRET_SIG, value });
 
 /** The value with every secret wrapper removed, at any depth. */

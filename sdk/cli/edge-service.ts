@@ -20,6 +20,7 @@ import { startServer } from "../service/server";
 import { DATA_TABLES } from "../service/store";
 import { openStore } from "../service/store-open";
 import { embeddedTransport, httpTransport } from "../transport";
+import { VERSION } from "../version";
 
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
@@ -179,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (values.version) {
-    console.log((require("pulumi-edge/package.json") as { version: string }).version);
+    console.log(VERSION);
     return 0;
   }
   if (positionals[0] === "request" && positionals.length === 3) {
@@ -227,8 +228,8 @@ async function main(argv: string[]): Promise<number> {
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
   const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
-  const logFormat = values["log-format"] as LogFormat;
-  if (!LOG_FORMATS.includes(logFormat)) {
+  const logFormat: LogFormat | undefined = LOG_FORMATS.find((f) => f === values["log-format"]);
+  if (logFormat === undefined) {
     throw new Error(`--log-format must be ${LOG_FORMATS.join(" or ")}, got ${values["log-format"]}`);
   }
   // Text lines get the time in front; a JSON line carries its own.

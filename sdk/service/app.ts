@@ -137,8 +137,8 @@ const exceptPublic =
  * request is answered: a property of the request itself (a WeakMap keyed by the request would
  * do, at the price of a lookup and an ephemeron table for the garbage collector to walk).
  */
-const COUNTS = Symbol("edge-service operation counts");
-type CountedRequest = Request & { [COUNTS]?: OperationCounts };
+/** The counts of the operation a request matched, left by its route for `observe`. */
+const COUNTS = new WeakMap<Request, OperationCounts>();
 
 /**
  * Counts and times every request the app answers (see ServiceMetrics), around `app.fetch`
@@ -156,28 +156,20 @@ function observe(app: Hono<Env>, metrics: ServiceMetrics): void {
     try {
       answer = fetch(request, env, executionCtx);
     } catch (e) {
-      metrics.requestDone((request as CountedRequest)[COUNTS], 500, (performance.now() - started) / 1000);
+      metrics.requestDone(COUNTS.get(request), 500, (performance.now() - started) / 1000);
       throw e;
     }
     if (!(answer instanceof Promise)) {
-      metrics.requestDone(
-        (request as CountedRequest)[COUNTS],
-        answer.status,
-        (performance.now() - started) / 1000,
-      );
+      metrics.requestDone(COUNTS.get(request), answer.status, (performance.now() - started) / 1000);
       return answer;
     }
     return answer.then(
       (res) => {
-        metrics.requestDone(
-          (request as CountedRequest)[COUNTS],
-          res.status,
-          (performance.now() - started) / 1000,
-        );
+        metrics.requestDone(COUNTS.get(request), res.status, (performance.now() - started) / 1000);
         return res;
       },
       (e: unknown) => {
-        metrics.requestDone((request as CountedRequest)[COUNTS], 500, (performance.now() - started) / 1000);
+        metrics.requestDone(COUNTS.get(request), 500, (performance.now() - started) / 1000);
         throw e;
       },
     );
@@ -200,7 +192,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     if (!metrics) return undefined;
     const counts = metrics.countsOf(op.id);
     return (c) => {
-      (c.req.raw as CountedRequest)[COUNTS] = counts;
+      COUNTS.set(c.req.raw, counts);
     };
   };
   /** Tells the log, the metrics and the key check which operation of the table `c` asks for. */

@@ -63,9 +63,9 @@ export class ServiceMetrics {
         }
       },
     });
-    this.registry.registerMetric(
-      this.latencyHistogram() as unknown as Parameters<Registry["registerMetric"]>[0],
-    );
+    // A duck-typed metric: the registry only calls its `get()` and reads name, help, type.
+    const register: unknown = Reflect.get(this.registry, "registerMetric");
+    if (typeof register === "function") Reflect.apply(register, this.registry, [this.latencyHistogram()]);
     // Read when scraped (prom-client calls `collect` with the metric as `this`).
     const inFlight = () => this.inFlight;
     const cache = () => [this.cacheHits, this.cacheMisses] as const;

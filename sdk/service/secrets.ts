@@ -15,6 +15,7 @@
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { errorMessage } from "../contract/errors";
 
 const PREFIX = "sealed:v1:";
 const KEY_BYTES = 32;
@@ -56,7 +57,7 @@ export class SecretsKey {
     try {
       content = readFileSync(path);
     } catch (e) {
-      throw new SecretsKeyError(`${label} ${path} cannot be read: ${(e as Error).message}`);
+      throw new SecretsKeyError(`${label} ${path} cannot be read: ${errorMessage(e)}`);
     }
     return SecretsKey.parse(content, `${label} ${path}`);
   }

@@ -281,8 +281,8 @@ export class SqliteStore implements Store, StoreTx {
           this.checkSecretsKey();
           if (current === SCHEMA_VERSION) return;
           for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
-          const broken = this.db.pragma("foreign_key_check") as unknown[];
-          if (broken.length > 0) {
+          const broken: unknown = this.db.pragma("foreign_key_check");
+          if (Array.isArray(broken) && broken.length > 0) {
             throw new Error(
               `migrating the data directory to schema ${SCHEMA_VERSION} broke ${broken.length} references (${JSON.stringify(broken[0])}); nothing was changed`,
             );
@@ -417,7 +417,8 @@ export class SqliteStore implements Store, StoreTx {
   private externalCommits(): number {
     if (this.walWatch) return this.walWatch.generationNow();
     this.dataVersion ??= this.db.prepare("PRAGMA data_version").raw(true);
-    return (this.dataVersion.get() as [number])[0];
+    const row: unknown = this.dataVersion.get();
+    return Array.isArray(row) ? Number(row[0]) : 0;
   }
 
   /** Runs `fn` against one consistent snapshot. */
@@ -446,13 +447,13 @@ export class SqliteStore implements Store, StoreTx {
         }
         accessSync(this.location, fsConstants.R_OK | fsConstants.W_OK);
       } catch (e) {
-        return `the database file ${this.location} cannot be opened (${(e as Error).message}): restore the data directory or its permissions, then restart the service`;
+        return `the database file ${this.location} cannot be opened (${errorMessage(e)}): restore the data directory or its permissions, then restart the service`;
       }
     }
     return this.exclusive(() => {
       try {
-        const row = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get() as Raw | undefined;
-        const version = row ? Number(Reflect.get(row, "value")) : 0;
+        const row: unknown = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get();
+        const version = typeof row === "object" && row !== null ? Number(Reflect.get(row, "value")) : 0;
         if (version === SCHEMA_VERSION) return Promise.resolve(undefined);
         return Promise.resolve(
           version > SCHEMA_VERSION
@@ -460,7 +461,7 @@ export class SqliteStore implements Store, StoreTx {
             : `the database holds schema ${version}, this edge-service runs ${SCHEMA_VERSION}: restart the service to migrate it`,
         );
       } catch (e) {
-        return Promise.resolve(`the database ${this.location} cannot be read (${(e as Error).message})`);
+        return Promise.resolve(`the database ${this.location} cannot be read (${errorMessage(e)})`);
       }
     });
   }
@@ -484,7 +485,8 @@ export class SqliteStore implements Store, StoreTx {
   async load(dump: StoreDump): Promise<void> {
     await this.write(() => {
       for (const t of DATA_TABLES) {
-        const count = (this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get() as { n: number }).n;
+        const row: unknown = this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get();
+        const count = typeof row === "object" && row !== null ? Number(Reflect.get(row, "n")) : 0;
         if (count > 0)
           throw new Error(`the target already holds data (table ${t}); load into an empty store`);
       }

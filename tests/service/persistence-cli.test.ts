@@ -306,14 +306,15 @@ describe("edge-service CLI", () => {
   });
 
   it("bad arguments exit non-zero with a message", async () => {
-    for (const [args, message] of [
-      [["--port", "70000"], "--port must be 0..65535"],
-      [["--rate-limit", "fast"], "--rate-limit must look like 600/min"],
-      [["--bogus"], "Unknown option"],
+    // A bad value is an error (1); a command line the parser cannot read is a usage error (2).
+    for (const [args, message, code] of [
+      [["--port", "70000"], "--port must be 0..65535", 1],
+      [["--rate-limit", "fast"], "--rate-limit must look like 600/min", 1],
+      [["--bogus"], "Unknown option", 2],
     ] as const) {
       const p = spawnCli([...args, "--data", ":memory:"]);
       const exit = await p.exit;
-      expect([args.join(" "), exit.code]).toEqual([args.join(" "), 1]);
+      expect([args.join(" "), exit.code]).toEqual([args.join(" "), code]);
       expect(p.stderr()).toContain(message);
     }
   });
