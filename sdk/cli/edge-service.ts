@@ -9,11 +9,14 @@
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
  *                             [--data DIR | --database postgres://...]
+ * edge-service keys create NAME --scope read|write|admin | keys list [--json] | keys revoke NAME
+ *                             [--data DIR | --database postgres://...]
  * edge-service --help | --version
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { createKey, KeyUsageError, revokeKey } from "../service/api-keys";
 import { LOG_FORMATS, type LogFormat, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import { startServer } from "../service/server";
@@ -44,6 +47,15 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
          (re-seals every secret, sealed or not yet, under the key of NEW in one transaction;
           refuses, changing nothing, when the old key does not open one. Stop the service first,
           then start it with the new key)
+       edge-service keys create NAME --scope read|write|admin
+       edge-service keys list [--json]
+       edge-service keys revoke NAME
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+                          [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
+         (named API keys, on the store itself: in force on every replica within a second, no
+          restart. read: the GETs (drift checks, metrics); write: every operation; admin: the
+          same, and these commands. create prints the key once, on stdout; only its SHA-256 is
+          stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
        edge-service --help | --version`;
 
 /** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
@@ -129,6 +141,76 @@ async function rotate(opts: {
   return 0;
 }
 
+/** `keys create|list|revoke`: named API keys, on the store the service runs on. */
+async function keys(
+  args: string[],
+  opts: { scope?: string; json?: boolean; dataDir: string; databaseUrl?: string; secretsKeyFile?: string },
+): Promise<number> {
+  const [command, name, ...rest] = args;
+  const named = command === "create" || command === "revoke";
+  if (
+    !(command === "create" || command === "revoke" || command === "list") ||
+    (named ? !name : name) ||
+    rest.length > 0
+  ) {
+    throw new KeyUsageError(
+      "keys takes: create NAME --scope read|write|admin, list [--json], or revoke NAME",
+    );
+  }
+  if (command !== "create" && opts.databaseUrl === undefined && !existsSync(join(opts.dataDir, "edge.db"))) {
+    throw new KeyUsageError(
+      `${opts.dataDir} holds no edge.db: pass the data directory the service runs with (--data)`,
+    );
+  }
+  if (command === "create" && opts.scope === undefined) {
+    throw new KeyUsageError("keys create needs --scope read, write or admin");
+  }
+  const store = await openStore({
+    dataDir: opts.dataDir,
+    databaseUrl: opts.databaseUrl,
+    secrets: new Secrets(secretsKeyFrom(opts.secretsKeyFile)),
+  });
+  try {
+    if (command === "create") {
+      const key = await createKey(store, name!, opts.scope!);
+      console.error(
+        `made key "${name}" (scope ${opts.scope}) on ${store.location}; it is shown once, below, and only its hash is stored:`,
+      );
+      console.log(key);
+    } else if (command === "revoke") {
+      await revokeKey(store, name!);
+      console.error(`revoked key "${name}" on ${store.location}: every replica refuses it within a second`);
+    } else {
+      const rows = await store.apiKeys();
+      if (opts.json) {
+        const shown = rows.map((r) => ({
+          name: r.name,
+          scope: r.scope,
+          created_at: r.created_at,
+          revoked_at: r.revoked_at,
+        }));
+        console.log(JSON.stringify(shown, null, 2));
+      } else {
+        const table = [
+          ["NAME", "SCOPE", "CREATED", "REVOKED"],
+          ...rows.map((r) => [r.name, r.scope, r.created_at, r.revoked_at ?? "-"]),
+        ];
+        const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
+        for (const row of table)
+          console.log(
+            row
+              .map((cell, i) => cell.padEnd(widths[i]!))
+              .join("  ")
+              .trimEnd(),
+          );
+      }
+    }
+  } finally {
+    await store.close();
+  }
+  return 0;
+}
+
 /** One API call against a data directory (in-process) or a running service. */
 async function request(
   method: string,
@@ -171,6 +253,8 @@ async function main(argv: string[]): Promise<number> {
       "secrets-key-file": { type: "string" },
       "from-key-file": { type: "string" },
       "to-key-file": { type: "string" },
+      scope: { type: "string" },
+      json: { type: "boolean" },
       help: { type: "boolean", short: "h" },
       version: { type: "boolean" },
     },
@@ -202,6 +286,15 @@ async function main(argv: string[]): Promise<number> {
       toKeyFile: values["to-key-file"],
       dataDir: values.data,
       databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
+    });
+  }
+  if (positionals[0] === "keys") {
+    return keys(positionals.slice(1), {
+      scope: values.scope,
+      json: values.json,
+      dataDir: values.data,
+      databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
+      secretsKeyFile: values["secrets-key-file"],
     });
   }
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
@@ -249,8 +342,12 @@ async function main(argv: string[]): Promise<number> {
     log: sink,
     logFormat,
   });
+  const namedKeys = (await server.store.apiKeys()).filter((k) => k.revoked_at === null).length;
+  const auth = [apiKey ? "bootstrap key" : "", namedKeys > 0 ? `${namedKeys} named keys` : ""].filter(
+    Boolean,
+  );
   console.log(
-    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${apiKey ? "API key" : "none, loopback only"})`,
+    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${auth.length > 0 ? auth.join(" + ") : "none, loopback only"})`,
   );
 
   await new Promise<void>((resolve) => {
@@ -269,7 +366,10 @@ main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: Error & { code?: string }) => {
     // A mistyped command line (parseArgs: unknown option, missing value) is a usage error.
-    const usage = error.code?.startsWith("ERR_PARSE_ARGS_") ? "; run edge-service --help" : "";
+    const usage =
+      error.code?.startsWith("ERR_PARSE_ARGS_") || error instanceof KeyUsageError
+        ? "; run edge-service --help"
+        : "";
     console.error(`edge-service: ${error.message}${usage}`);
     process.exit(usage ? 2 : 1);
   },

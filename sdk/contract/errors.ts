@@ -9,6 +9,8 @@ export const ERROR_CODES = {
   validation: { code: "ERR_EDGE_101", status: 400 },
   unknownField: { code: "ERR_EDGE_102", status: 400 },
   unauthorized: { code: "ERR_EDGE_401", status: 401 },
+  /** A valid API key whose scope does not cover the operation (a `read` key asking for a change). */
+  forbidden: { code: "ERR_EDGE_403", status: 403 },
   notFound: { code: "ERR_EDGE_404", status: 404 },
   methodNotAllowed: { code: "ERR_EDGE_405", status: 405 },
   conflict: { code: "ERR_EDGE_409", status: 409 },

@@ -15,6 +15,7 @@ import {
   MODULE_OPERATIONS,
   type Operation,
   OPERATIONS,
+  requiredScope,
 } from "./operations";
 import { pageQuerySchema } from "./wire";
 
@@ -42,7 +43,8 @@ const operationIdHeader = {
 
 const ERROR_TEXT: Record<number, string> = {
   400: "Invalid input: `details.field` names the (first) field or parameter at fault, `details.problems` lists every problem. Nothing was changed.",
-  401: "Missing or wrong API key (`Authorization: Bearer <key>`), when the service requires one.",
+  401: "Missing, wrong or revoked API key (`Authorization: Bearer <key>`), when the service requires one.",
+  403: "The API key is valid, but its scope does not cover this operation (a `read` key asking for a change). Nothing was changed.",
   404: "Unknown edge, route or module, or a path identifier outside [A-Za-z0-9_]{1,64}; for `/metrics`, metrics are turned off on this service.",
   409: "Conflict: another route of this edge has the same match_type and match; or a keyed PUT of a TLS IP restriction where one is configured already.",
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
@@ -70,6 +72,7 @@ function errorResponse(status: number): Json {
 const noContent = { description: "Done; no body.", headers: operationIdHeader };
 
 function operation(op: Operation, opLinks?: Json): Json {
+  const scope = requiredScope(op);
   const parameters: Json[] = [...op.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
     name,
     in: "path",
@@ -118,7 +121,7 @@ function operation(op: Operation, opLinks?: Json): Json {
           },
   };
   // Any operation may meet a bad query parameter; any but a public one a missing key or the rate limit.
-  const common = op.public ? [400] : [400, 401, 429];
+  const common = scope === undefined ? [400] : [400, 401, 403, 429];
   for (const status of [...new Set([...common, ...op.errors])].sort()) {
     responses[status] = errorResponse(status);
   }
@@ -126,8 +129,9 @@ function operation(op: Operation, opLinks?: Json): Json {
     operationId: op.id,
     summary: op.summary,
     tags: [op.tag],
-    // No key asked for (the document's default is the bearer key, or none on a keyless service).
-    ...(op.public ? { security: [] } : {}),
+    // No key asked for, or a key with the scope named (OpenAPI 3.1 lets a bearer requirement list
+    // role names); none at all on a keyless service.
+    security: scope === undefined ? [] : [{ bearer: [scope] }, {}],
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(op.body
       ? {
@@ -202,7 +206,7 @@ export function buildOpenApi(): Json {
           type: "http",
           scheme: "bearer",
           description:
-            "The API key the service was started with; none when started without one (loopback only).",
+            "An API key: the one the service was started with (scope `admin`), or a named key made with `edge-service keys create NAME --scope read|write|admin`. Each operation lists the scope it needs (`read` for a GET, `write` for a change; a wider scope covers a narrower one). None on a service started without keys (loopback only).",
         },
       },
     },

@@ -18,6 +18,18 @@ import { acceptsEmptyBody, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } fro
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
+/**
+ * What an API key may do, each scope including the ones before it: `read` the GETs (a drift check,
+ * a dashboard, a metrics scraper), `write` every operation, `admin` every operation and managing
+ * keys (`edge-service keys`, on the store). The API has no operation beyond `write`'s.
+ */
+export const SCOPES = ["read", "write", "admin"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** Whether a key of scope `held` may do what `needed` asks. */
+export const scopeCovers = (held: Scope, needed: Scope): boolean =>
+  SCOPES.indexOf(held) >= SCOPES.indexOf(needed);
+
 /** The header of an idempotent create, and what a key may be: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
@@ -70,6 +82,10 @@ export interface Operation {
    */
   readonly errors: readonly number[];
 }
+
+/** The scope a key needs for `op`: none for a public one, `read` for a GET, `write` for any change. */
+export const requiredScope = (op: Pick<Operation, "method" | "public">): Scope | undefined =>
+  op.public ? undefined : op.method === "GET" ? "read" : "write";
 
 /** What a successful call of `O` answers (its body, parsed), or void for a 204. */
 export type SuccessOf<O extends Operation> = O["success"] extends { schema: infer S extends z.ZodType }

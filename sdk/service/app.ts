@@ -27,6 +27,7 @@ import { type EdgeContext, type Env, errorAnswer, respond } from "./context";
 import { ApiError } from "./errors";
 import { type LogFormat, serviceLog } from "./log";
 import type { OperationCounts, ServiceMetrics } from "./metrics";
+import { KeyRing } from "./api-keys";
 import { bearerAuth } from "./middleware/bearer-auth";
 import { jsonBody, jsonBodyOrEmpty } from "./middleware/json-body";
 import { notFoundOrMethodNotAllowed } from "./middleware/method-not-allowed";
@@ -39,8 +40,16 @@ import type { Store } from "./store";
 
 export interface EdgeAppOptions {
   store: Store;
-  /** When set, every request must carry `Authorization: Bearer <apiKey>`. */
+  /**
+   * The bootstrap key (scope admin): when set, every request but the probes must carry
+   * `Authorization: Bearer <key>`, this one or a named key of the store.
+   */
   apiKey?: string;
+  /**
+   * Check named keys of the store too (`edge-service keys`): once one was ever made, every request
+   * but the probes needs a key. Servers do; an in-process service, which nobody else calls, not.
+   */
+  namedKeys?: boolean;
   /** Requests per minute per API key; off when undefined. */
   rateLimitPerMinute?: number;
   /**
@@ -208,10 +217,11 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   // Outermost first: the log sees every answer, refusals of the key included.
   const middleware: MiddlewareHandler<Env>[] = [];
   if (log) middleware.push(requestLog(log));
-  if (opts.apiKey !== undefined) middleware.push(exceptPublic(bearerAuth(opts.apiKey)));
-  if (opts.rateLimitPerMinute !== undefined) {
-    middleware.push(exceptPublic(rateLimit(opts.rateLimitPerMinute, opts.apiKey !== undefined)));
+  if (opts.apiKey !== undefined || opts.namedKeys) {
+    middleware.push(exceptPublic(bearerAuth(new KeyRing(opts.store, opts.apiKey))));
   }
+  if (opts.rateLimitPerMinute !== undefined)
+    middleware.push(exceptPublic(rateLimit(opts.rateLimitPerMinute)));
   if (middleware.length > 0) {
     // Each route first tells which operation of the table it is, before any middleware runs:
     // logs and metrics name it, public ones skip the key. Told once per route here, so nothing

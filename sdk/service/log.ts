@@ -19,7 +19,7 @@ export interface RequestRecord {
   path: string;
   status: number;
   durationMs: number;
-  /** The name of the API key that authenticated the request (`bootstrap`); none without one. */
+  /** The name of the API key that authenticated the request (`bootstrap`, or a named key's); none without one. */
   keyName: string | undefined;
 }
 
@@ -41,7 +41,10 @@ export function serviceLog(sink: (line: string) => void, format: LogFormat = "te
   if (format === "text") {
     return {
       format,
-      request: (r) => sink(`${r.method} ${r.path} ${r.status} ${r.durationMs.toFixed(1)}ms ${r.requestId}`),
+      request: (r) =>
+        sink(
+          `${r.method} ${r.path} ${r.status} ${r.durationMs.toFixed(1)}ms ${r.requestId}${r.keyName === undefined ? "" : ` key=${r.keyName}`}`,
+        ),
       event: (_level, text) => sink(text),
     };
   }

@@ -11,12 +11,13 @@
  */
 import {
   MATCH_TYPES,
+  SCOPES,
   type ModuleRequest,
   type RouteModuleName,
   type TlsIpRestrictionMutate,
 } from "../contract";
 import type { Secrets } from "./secrets";
-import type { CreatedObject, CreatedTable, EdgeKind, EdgeRow, RouteRow } from "./store";
+import type { ApiKeyRow, CreatedObject, CreatedTable, EdgeKind, EdgeRow, RouteRow } from "./store";
 
 /** A row as a database driver returns it: an object of columns, read only through `column`. */
 export type Raw = object;
@@ -232,3 +233,15 @@ export function createdObject(raw: Raw): CreatedObject {
 
 /** Columns written as JSON text (a route's modules: encodeModules). */
 export const encodeJson = (value: string[] | StoredIpPolicy): string => JSON.stringify(value);
+
+/** A named API key's row (the same columns on both stores). */
+export function apiKeyRow(raw: Raw): ApiKeyRow {
+  const revoked = column(raw, "revoked_at");
+  return {
+    name: text(raw, "name"),
+    scope: oneOf(SCOPES, raw, "scope"),
+    hash: text(raw, "hash"),
+    created_at: text(raw, "created_at"),
+    revoked_at: revoked === null || revoked === undefined ? null : text(raw, "revoked_at"),
+  };
+}

@@ -13,10 +13,11 @@ export interface ServerOptions {
   databaseUrl?: string;
   /** PostgreSQL: connections of this replica's pool (default 10). */
   poolSize?: number;
-  /** Default 127.0.0.1. A non-loopback host requires an API key. */
+  /** Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one in force). */
   host?: string;
   /** Default 8080; 0 picks a free port. */
   port?: number;
+  /** The bootstrap key (scope admin; see EdgeAppOptions); named keys of the store are always checked. */
   apiKey?: string;
   rateLimitPerMinute?: number;
   /** Where the log's lines go (see EdgeAppOptions). */
@@ -48,11 +49,6 @@ function isLoopback(host: string): boolean {
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.host ?? "127.0.0.1";
-  if (!isLoopback(host) && !opts.apiKey) {
-    throw new Error(
-      `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), or bind a loopback address`,
-    );
-  }
   const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
   const store = await openStore({
     dataDir: opts.dataDir,
@@ -62,10 +58,17 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log: log && ((line) => log.event("warn", line)),
     secrets: new Secrets(opts.secretsKey),
   });
+  if (!isLoopback(host) && !opts.apiKey && !(await store.apiKeys()).some((k) => k.revoked_at === null)) {
+    await store.close();
+    throw new Error(
+      `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), make a named key (edge-service keys create NAME --scope admin), or bind a loopback address`,
+    );
+  }
   if (opts.secretsKey === undefined) log?.event("warn", UNSEALED_WARNING);
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,
+    namedKeys: true,
     rateLimitPerMinute: opts.rateLimitPerMinute,
     log: opts.log,
     logFormat: opts.logFormat,

@@ -20,6 +20,8 @@
 import pg from "pg";
 import { errorField, errorMessage } from "../contract";
 import {
+  API_KEYS_TABLE,
+  type ApiKeyRow,
   DATA_TABLES,
   type EdgeKind,
   type EdgeRow,
@@ -36,6 +38,7 @@ import {
   UniqueViolation,
 } from "./store";
 import {
+  apiKeyRow,
   createdObject,
   edgeRow,
   encodeJson,
@@ -114,6 +117,8 @@ const PG_MIGRATIONS: readonly string[] = [
    UPDATE routes SET create_key = k.key, create_request = k.request
      FROM idempotency_keys k WHERE (k.response::json ->> 'id') = routes.id;
    DROP TABLE idempotency_keys;`,
+  // Named API keys with a scope (edge-service keys), as in SQLite's schema 5.
+  API_KEYS_TABLE,
 ];
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
@@ -704,6 +709,41 @@ export class PostgresStore implements Store {
       throw translate(e);
     } finally {
       client.release();
+    }
+  }
+
+  async apiKeys(): Promise<ApiKeyRow[]> {
+    try {
+      const { rows } = await this.pool.query<Raw>({
+        name: "api_keys",
+        text: "SELECT * FROM api_keys ORDER BY created_at, name",
+      });
+      return rows.map(apiKeyRow);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async createApiKey(row: ApiKeyRow): Promise<void> {
+    try {
+      await this.pool.query(
+        "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5)",
+        [row.name, row.scope, row.hash, row.created_at, row.revoked_at],
+      );
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
+  async revokeApiKey(name: string, at: string): Promise<boolean> {
+    try {
+      const { rowCount } = await this.pool.query(
+        "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
+        [at, name],
+      );
+      return (rowCount ?? 0) > 0;
+    } catch (e) {
+      throw translate(e);
     }
   }
 

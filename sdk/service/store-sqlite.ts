@@ -19,6 +19,8 @@ import { join, resolve } from "node:path";
 import Database from "libsql";
 import { errorField, errorMessage } from "../contract";
 import {
+  API_KEYS_TABLE,
+  type ApiKeyRow,
   DATA_TABLES,
   type EdgeKind,
   type EdgeRow,
@@ -32,6 +34,7 @@ import {
   UniqueViolation,
 } from "./store";
 import {
+  apiKeyRow,
   createdObject,
   edgeRow,
   encodeJson,
@@ -142,6 +145,8 @@ export const MIGRATIONS: readonly string[] = [
      (SELECT key, request FROM idempotency_keys WHERE json_extract(response, '$.id') = routes.id)
      WHERE id IN (SELECT json_extract(response, '$.id') FROM idempotency_keys);
    DROP TABLE idempotency_keys;`,
+  // Named API keys with a scope (edge-service keys): only a hash of each key is kept.
+  API_KEYS_TABLE,
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -339,6 +344,34 @@ export class SqliteStore implements Store, StoreTx {
     });
     this.secrets = to;
     return count;
+  }
+
+  async apiKeys(): Promise<ApiKeyRow[]> {
+    return this.read(() =>
+      Promise.resolve(this.all("SELECT * FROM api_keys ORDER BY created_at, name").map(apiKeyRow)),
+    );
+  }
+
+  async createApiKey(row: ApiKeyRow): Promise<void> {
+    await this.write(() => {
+      try {
+        this.sql(
+          "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
+        ).run(row.name, row.scope, row.hash, row.created_at, row.revoked_at);
+      } catch (e) {
+        throw isUniqueViolation(e) ? new UniqueViolation() : e;
+      }
+      return Promise.resolve();
+    });
+  }
+
+  async revokeApiKey(name: string, at: string): Promise<boolean> {
+    return this.write(() =>
+      Promise.resolve(
+        this.sql("UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL").run(at, name)
+          .changes > 0,
+      ),
+    );
   }
 
   /**

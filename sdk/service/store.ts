@@ -8,7 +8,7 @@
  * consistent snapshot.
  */
 
-import type { MatchType } from "../contract";
+import type { MatchType, Scope } from "../contract";
 import type { StoredIpPolicy, StoredModules } from "./rows";
 import type { Secrets } from "./secrets";
 
@@ -63,6 +63,20 @@ export interface CreatedObject {
   request: string;
 }
 
+/**
+ * A named API key as stored (see ./api-keys): never the key itself, only its SHA-256. Revoked keys
+ * stay, so that a name once used is never given to another key (logs name keys).
+ */
+export interface ApiKeyRow {
+  name: string;
+  scope: Scope;
+  /** SHA-256 of the key, hex. */
+  hash: string;
+  created_at: string;
+  /** When it was revoked; null while it is in force. */
+  revoked_at: string | null;
+}
+
 /** A write would duplicate a unique key (a route's match on its edge). */
 export class UniqueViolation extends Error {}
 
@@ -75,8 +89,20 @@ export class ParentMissing extends Error {}
  */
 export class StoreUnavailable extends Error {}
 
+/**
+ * The table of named API keys, the same statement on both stores (a migration of each). A key's
+ * hash is unique too: two keys with one secret would be one key with two names.
+ */
+export const API_KEYS_TABLE = `CREATE TABLE api_keys (
+     name TEXT PRIMARY KEY,
+     scope TEXT NOT NULL CHECK (scope IN ('read', 'write', 'admin')),
+     hash TEXT NOT NULL UNIQUE,
+     created_at TEXT NOT NULL,
+     revoked_at TEXT
+   );`;
+
 /** The data tables, in an order that respects their references (parents first). */
-export const DATA_TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions"] as const;
+export const DATA_TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions", "api_keys"] as const;
 export type DataTable = (typeof DATA_TABLES)[number];
 /** Every row of every data table, columns as stored (JSON columns as text). */
 export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
@@ -168,5 +194,11 @@ export interface Store {
    * store seals with `to` afterwards. Returns how many secrets were re-sealed.
    */
   resealSecrets(to: Secrets): Promise<number>;
+  /** Every named API key, revoked ones included, oldest first (read outside any transaction). */
+  apiKeys(): Promise<ApiKeyRow[]>;
+  /** Stores a new key; a name or hash already stored (revoked keys included) is a UniqueViolation. */
+  createApiKey(row: ApiKeyRow): Promise<void>;
+  /** Marks the key named revoked at `at`; false when no key in force has that name. */
+  revokeApiKey(name: string, at: string): Promise<boolean>;
   close(): void | Promise<void>;
 }

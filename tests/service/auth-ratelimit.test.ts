@@ -174,23 +174,25 @@ describe.each(AUTH_FIXTURES)("authentication %s", (_name, make) => {
   });
 });
 
-describe("constant-time key comparison (source)", () => {
-  const source = fs.readFileSync(path.join(__dirname, "../../sdk/service/middleware/bearer-auth.ts"), "utf8");
+describe("key comparison (source)", () => {
+  const source = fs.readFileSync(path.join(__dirname, "../../sdk/service/api-keys.ts"), "utf8");
 
-  it("compares SHA-256 digests of both keys with crypto.timingSafeEqual", () => {
-    expect(source).toMatch(/import\s*\{[^}]*\btimingSafeEqual\b[^}]*\}\s*from\s*"node:crypto"/);
+  it("looks a key up only by its SHA-256, never comparing keys themselves", () => {
     expect(source).toMatch(/import\s*\{[^}]*\bcreateHash\b[^}]*\}\s*from\s*"node:crypto"/);
-    // digest() hashes to a fixed length, whatever the length of the key.
     expect(source).toMatch(
-      /const digest = \(s: string\) => createHash\("sha256"\)\.update\(s\)\.digest\(\);/,
+      /export const hashKey = \(key: string\): string => createHash\("sha256"\)\.update\(key\)\.digest\("hex"\);/,
     );
-    const auth = source.slice(source.indexOf("function bearerAuth"), source.indexOf("function bearerToken"));
-    expect(auth).toMatch(/const expected = digest\(apiKey\);/);
-    expect(auth).toMatch(/timingSafeEqual\(digest\([^)]*\)\)?,\s*expected\)/);
-    // No direct (early-exit) comparison of keys or digests.
-    expect(auth).not.toMatch(/\b(apiKey|expected|token)\s*(===|!==|==|!=)(?!=)(?!\s*undefined\b)/);
-    expect(auth).not.toMatch(/(===|!==|==|!=)(?!=)\s*(apiKey|expected|token)\b/);
-    expect(auth).not.toMatch(/\.equals\(|Buffer\.compare|localeCompare/);
+    // A presented key is hashed first (a fixed length whatever it is; the hash of a guess tells
+    // nothing of a stored key's bytes), then looked up; the bootstrap key is stored hashed too.
+    const check = source.slice(source.indexOf("function checkIn"), source.indexOf("class KeyUsageError"));
+    expect(check).toMatch(/s\.byHash\.get\(hashKey\(key\)\)/);
+    expect(source).toMatch(
+      /this\.bootstrapHash = bootstrapKey === undefined \? undefined : hashKey\(bootstrapKey\);/,
+    );
+    // No direct (early-exit) comparison of a key.
+    expect(source).not.toMatch(/\b(key|bootstrapKey|token)\s*(===|!==|==|!=)(?!=)(?!\s*undefined\b)/);
+    expect(source).not.toMatch(/(===|!==|==|!=)(?!=)\s*(key|bootstrapKey|token)\b/);
+    expect(source).not.toMatch(/\.equals\(|Buffer\.compare|localeCompare/);
   });
 });
 

@@ -214,7 +214,7 @@ describe("schema migrations", () => {
     ).rejects.toThrow(/FOREIGN KEY/);
     await service.deleteEdge("https", edgeId);
     expect(fingerprint(store)).toBe(
-      ["edges:[]", "routes:[]", "route_saml_keys:[]", "tls_ip_restrictions:[]"].join("\n"),
+      ["edges:[]", "routes:[]", "route_saml_keys:[]", "tls_ip_restrictions:[]", "api_keys:[]"].join("\n"),
     );
   });
 

@@ -6,7 +6,7 @@
 import Database from "libsql";
 import type { Store } from "../../sdk/service/store";
 
-const TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions"];
+const TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions", "api_keys"];
 const connections = new Map<string, Database.Database>();
 
 export function fingerprint(store: Pick<Store, "location">): string {

@@ -1,32 +1,43 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import type { MiddlewareHandler } from "hono";
+import { requiredScope, scopeCovers } from "../../contract";
+import type { KeyRing } from "../api-keys";
 import type { Env } from "../context";
 import { ApiError } from "../errors";
 
-const digest = (s: string) => createHash("sha256").update(s).digest();
-
-/** The name logs give the key the service was started with (`--api-key`, `EDGE_API_KEY`). */
-export const BOOTSTRAP_KEY_NAME = "bootstrap";
-
 /**
- * Bearer key check (gaps.md "Authentication"). Both sides are hashed first so the comparison is
- * constant-time whatever the lengths. Hono's own bearer-auth middleware answers with its own
- * body shape; ours answers in the API's error shape.
+ * Bearer key check (gaps.md "Authentication"), then scope: a key whose scope does not cover the
+ * operation (a `read` key asking for a change) is a 403, before the body is read or anything is
+ * done. Hono's own bearer-auth middleware answers with its own body shape; ours answers in the
+ * API's error shape. A request that matched no operation (a 404 or 405 to come) needs a valid key
+ * of any scope.
  */
-export function bearerAuth(apiKey: string): MiddlewareHandler<Env> {
-  const expected = digest(apiKey);
+export function bearerAuth(keys: KeyRing): MiddlewareHandler<Env> {
   return async (c, next) => {
     const token = bearerToken(c.req.header("authorization"));
-    if (token === undefined || !timingSafeEqual(digest(token), expected)) {
+    const check = await keys.check(token);
+    if (check === undefined) return next(); // no key was ever made: the service is open (loopback only)
+    if (check.kind !== "valid") {
       throw new ApiError(
         "unauthorized",
-        token !== undefined
-          ? "the API key is not valid"
-          : "missing API key: send 'Authorization: Bearer <api key>'",
+        check.kind === "revoked"
+          ? `the API key "${check.name}" was revoked: ask the service's operator for another (edge-service keys create)`
+          : token !== undefined
+            ? "the API key is not valid"
+            : "missing API key: send 'Authorization: Bearer <api key>'",
         { headers: { "WWW-Authenticate": "Bearer" } },
       );
     }
-    c.set("keyName", BOOTSTRAP_KEY_NAME);
+    const { name, scope } = check.key;
+    c.set("keyName", name);
+    const op = c.get("operation");
+    const needed = op && requiredScope(op);
+    if (op && needed && !scopeCovers(scope, needed)) {
+      throw new ApiError(
+        "forbidden",
+        `the API key "${name}" has scope ${scope}, and ${op.id} needs ${needed}: nothing was changed. Use a key with scope ${needed} (edge-service keys create NAME --scope ${needed})`,
+        { headers: { "WWW-Authenticate": `Bearer error="insufficient_scope", scope="${needed}"` } },
+      );
+    }
     await next();
   };
 }

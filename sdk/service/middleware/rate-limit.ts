@@ -1,19 +1,18 @@
 import type { MiddlewareHandler } from "hono";
 import type { Env } from "../context";
 import { ApiError } from "../errors";
-import { bearerToken } from "./bearer-auth";
 
 /**
  * Fixed one-minute windows per API key (gaps.md: 429 with `Retry-After`). The window is keyed on
- * the verified token, never on the raw header (rewriting the header must not open a new window);
- * without a key configured the header proves nothing, so every caller shares one window.
+ * the name of the key the auth middleware verified, never on the raw header (rewriting the header
+ * must not open a new window); without keys the header proves nothing, so every caller shares one.
  */
-export function rateLimit(perMinute: number, keyed: boolean): MiddlewareHandler<Env> {
+export function rateLimit(perMinute: number): MiddlewareHandler<Env> {
   const windows = new Map<string, { start: number; count: number }>();
   return async (c, next) => {
     const now = Date.now();
     const start = now - (now % 60_000);
-    const key = (keyed && bearerToken(c.req.header("authorization"))) || "anonymous";
+    const key = c.get("keyName") ?? "anonymous";
     let w = windows.get(key);
     if (!w || w.start !== start) {
       if (windows.size > 10_000) windows.clear(); // old windows are worthless; bound the memory
