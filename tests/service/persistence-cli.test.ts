@@ -217,7 +217,7 @@ describe("edge-service CLI", () => {
             ? await startCli(["--host", "0.0.0.0", "--port", "0", "--data", dataDir, "--api-key", key])
             : await startCli(["--host", "0.0.0.0", "--port", "0", "--data", dataDir], { EDGE_API_KEY: key });
         runs.push(cli);
-        expect(cli.stdout().split("\n")[0]).toMatch(/auth: API key\)$/);
+        expect(cli.stdout().split("\n")[0]).toMatch(/auth: bootstrap key\)$/);
         const anon = httpTransport({ baseUrl: cli.url, retries: 0 });
         const wrong = httpTransport({ baseUrl: cli.url, apiKey: `${key}x`, retries: 0 });
         const right = httpTransport({ baseUrl: cli.url, apiKey: key, retries: 0 });
