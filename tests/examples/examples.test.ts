@@ -183,7 +183,10 @@ test("drift-detection: drift-check.sh detects an out-of-band change and restores
     expect(out).toContain("== drift check (what CI runs): must fail and name the drift");
     expect(out).toMatch(/backendId\s*:\s*"bkd_checkout" => "bkd_hotfix"|bkd_hotfix/);
     // The read key CI holds is refused any change, through the engine, with the service's reason.
-    const refused = out.slice(out.indexOf("== the read key cannot change anything"), out.indexOf("== restore"));
+    const refused = out.slice(
+      out.indexOf("== the read key cannot change anything"),
+      out.indexOf("== restore"),
+    );
     expect(refused).toContain("ERR_EDGE_403");
     expect(refused).toContain('the API key "ci-drift" has scope read');
     expect(out).toContain("== no drift left");
