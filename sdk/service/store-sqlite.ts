@@ -499,10 +499,15 @@ export class SqliteStore implements Store, StoreTx {
     });
   }
 
-  close(): void {
-    this.wal?.stop();
+  /**
+   * Closes the connection at once; the promise resolves when the checkpoint worker (servers) has
+   * closed its own too, before which the process must not exit (see Checkpointer.stop).
+   */
+  close(): Promise<void> {
+    const stopping = this.wal?.stop();
     this.walWatch?.close();
     this.db.close();
+    return stopping ?? Promise.resolve();
   }
 
   async dump(): Promise<StoreDump> {

@@ -60,8 +60,9 @@ export class WalMaintenance {
     if (++this.writesUnreported >= WRITES_WITHOUT_REPORT) this.checkpointHere();
   }
 
-  stop(): void {
-    this.checkpointer.stop();
+  /** Stops the checkpoint worker; resolves when it has closed its connection (see Checkpointer.stop). */
+  stop(): Promise<void> {
+    return this.checkpointer.stop();
   }
 
   /** Copies on the server's connection what the worker has not copied yet. */

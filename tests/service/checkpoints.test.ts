@@ -37,8 +37,8 @@ describe("background checkpoints", () => {
   beforeEach(() => {
     dir = makeTempDir("checkpoints");
   });
-  afterEach(() => {
-    store?.close();
+  afterEach(async () => {
+    await store?.close();
     store = undefined;
     removeDir(dir);
   });
@@ -99,6 +99,22 @@ describe("background checkpoints", () => {
     // No report of the worker can arrive in this loop; without the writer's own checkpoint every
     // 1,000 writes the WAL would hold all 3,000 routes (~100 MB).
     expect(largest).toBeLessThan(60 * 1024 * 1024);
+  });
+
+  it("close() resolves once the worker has closed its connection and ended", async () => {
+    // A process exiting with the worker inside a libsql call aborts (SIGABRT): a server exits
+    // only after close() resolved, so close() must wait for the worker (persistence-cli has the
+    // SIGTERM-under-load test).
+    const ports = () => process.getActiveResourcesInfo().filter((r) => r === "MessagePort").length;
+    const before = ports();
+    const opened = SqliteStore.open(dir, { backgroundCheckpoints: true });
+    const service = new EdgeService(opened);
+    const edge = await service.createEdge("https", {}, { baseUrl: "http://edge.test" });
+    for (let i = 0; i < 50; i++)
+      await service.createRoute(edge.id, route(i), { baseUrl: "http://edge.test" });
+    expect(ports()).toBe(before + 1); // the worker's
+    await opened.close();
+    expect(ports()).toBe(before);
   });
 
   it("a failing worker hands checkpoints back to SQLite", async () => {
