@@ -5,9 +5,9 @@
  * failure names its top-level property, and its reason the rest of the path and the bad value
  * (`numBuckets is 500: must be between 1 and 128`). A secret value is never repeated: neither one
  * the program marked (each face says how it sees one) nor a secret leaf (./leaves), which the
- * dynamic face receives unmarked.
+ * dynamic face receives unmarked; nor is a failure put where the engine would print one.
  */
-import { type CheckFailure, isProps } from "./check";
+import { type CheckFailure, isProps, type Props } from "./check";
 import { type LeafPath, leafRelation, mapLeaves } from "./leaves";
 
 /** How a face tells what is secret in the inputs it was given. */
@@ -53,14 +53,34 @@ function shown(news: unknown, path: (string | number)[], seen: SecretsSeen): str
   return text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE)}…` : text;
 }
 
-/** The failures as the engine should report them against `news` (the inputs as the engine sent them). */
+/**
+ * Whether the engine, printing the top-level input `top` as it has it, would show a secret leaf
+ * in plaintext: one present, not empty, and not marked (the program's own value, unmarked).
+ */
+function exposes(news: unknown, top: string, seen: SecretsSeen): boolean {
+  if (!isProps(news)) return false;
+  let exposed = false;
+  const walkable = (v: unknown): v is Props => isProps(v) && !seen.isSecret(v);
+  const leaves = seen.leaves.filter(([head]) => head === top);
+  mapLeaves(news, leaves, (v) => (exposed ||= !seen.isSecret(v) && v !== ""), walkable);
+  return exposed;
+}
+
+/**
+ * The failures as the engine should report them against `news` (the inputs as the engine sent
+ * them). Where the engine would print a credential with the property's value, the failure names
+ * no property (the engine then prints `has a problem: <path> is [secret]: <reason>`).
+ */
 export function engineFailures(failures: CheckFailure[], news: unknown, seen: SecretsSeen): CheckFailure[] {
   return failures.map((f) => {
     const path = segments(f.property);
     const top = path?.[0];
-    if (!path || path.length < 2 || typeof top !== "string") return f;
+    if (!path || typeof top !== "string") return f;
+    const value = path.length > 1 ? shown(news, path, seen) : undefined;
+    const is = value === undefined ? "" : ` is ${value}`;
+    if (exposes(news, top, seen)) return { property: "", reason: `${f.property}${is}: ${f.reason}` };
+    if (path.length < 2) return f;
     const rest = f.property.slice(top.length).replace(/^\./, "");
-    const value = shown(news, path, seen);
-    return { property: top, reason: `${rest}${value === undefined ? "" : ` is ${value}`}: ${f.reason}` };
+    return { property: top, reason: `${rest}${is}: ${f.reason}` };
   });
 }
