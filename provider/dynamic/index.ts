@@ -1,13 +1,19 @@
 /**
  * The dynamic face: Pulumi's dynamic ResourceProvider over the face-neutral lifecycles. It only
  * adapts: the inputs the face adds for the host (`__provider`, `__urn`: see resources/glue) ride
- * along untouched, reads of a gone object answer an empty id, and the client comes from the
- * provider's configuration at call time.
+ * along untouched, reads of a gone object answer an empty id, the client comes from the
+ * provider's configuration at call time, check failures are named as the engine prints them, and
+ * the secret leaves go back wrapped as secrets (the host takes none in, but the engine keeps
+ * those it sends back: see engine/secrets).
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { operation } from "../engine/call";
-import { type Inputs, LIFECYCLES, type Outputs, type ResourceKind } from "../lifecycle";
+import { concealLeaves, isSecret } from "../engine/secrets";
+import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
+import { checkedInputs } from "../lifecycle/types";
+import { SECRET_LEAVES } from "../model";
 import { isProps, type Props } from "../model/check";
+import { engineFailures } from "../model/failures";
 
 /** The face's own inputs (`__provider`, `__urn`), apart from the program's. */
 function split(value: unknown): { program: Props; face: Props } {
@@ -24,40 +30,45 @@ const urnOf = (inputs: unknown): string | undefined => {
 };
 
 /**
- * What a read answers in the SDK's one Outputs type: outputs, the canonical inputs (its
- * ReadResult types `inputs` as outputs) or nothing (gone).
+ * The provider as the host sees it: property maps in and out. What goes back carries the engine's
+ * secret wrappers (no longer the model's types); what comes in is what this face's check answered
+ * (typed again with checkedInputs, as on the packaged face).
  */
-type ReadAnswer<K extends ResourceKind> = Outputs<K> | Inputs<K> | Record<string, never>;
-
-export function dynamicProvider<K extends ResourceKind>(
-  kind: K,
-): dynamic.ResourceProvider<Inputs<K>, ReadAnswer<K>> {
+export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.ResourceProvider<Props, Props> {
   const life = LIFECYCLES[kind];
+  const leaves = SECRET_LEAVES[kind];
+  /** Values going back to the engine, their secret leaves wrapped (the engine keeps the program's marks). */
+  const concealed = (value: object): Props => concealLeaves(value, leaves);
+  const typed = (inputs: Props) => checkedInputs<Inputs<K>>(inputs);
   return {
     async check(olds, news) {
       // The engine keeps the face's inputs among the inputs: hand them back untouched.
       const { program, face } = split(news);
       const { inputs, failures } = life.check(program, olds);
-      return { inputs: Object.assign({}, inputs, face), failures };
+      return {
+        inputs: Object.assign(concealed(inputs), face),
+        failures: engineFailures(failures, program, { isSecret, leaves }),
+      };
     },
     async diff(id, olds, news) {
-      const { changed, replaces } = life.diff(olds, news, id);
+      const { changed, replaces } = life.diff(olds, typed(news), id);
       // Always a definite answer: a missing `changes` would make the engine diff inputs itself.
       return { changes: changed.length > 0, replaces, deleteBeforeReplace: false };
     },
     async create(inputs) {
       const { client, ctx } = operation(urnOf(inputs), { create: true });
-      return life.create(client, inputs, ctx);
+      const { id, outs } = await life.create(client, typed(inputs), ctx);
+      return { id, outs: concealed(outs) };
     },
     async read(id, props) {
       const { client, ctx } = operation(undefined);
       const found = await life.read(client, id, props, ctx);
-      if (found) return { id: found.id, props: found.outs, inputs: found.inputs };
+      if (found) return { id: found.id, props: concealed(found.outs), inputs: concealed(found.inputs) };
       return { id: "", props: {} }; // gone (a fresh object: the host mutates it)
     },
     async update(id, olds, news) {
       const { client, ctx } = operation(urnOf(news));
-      return { outs: await life.update(client, id, olds, news, ctx) };
+      return { outs: concealed(await life.update(client, id, olds, typed(news), ctx)) };
     },
     async delete(id, props) {
       const { client, ctx } = operation(undefined);

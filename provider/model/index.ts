@@ -5,6 +5,7 @@
  */
 import type { Checked } from "./check";
 import { checkEdge } from "./edge";
+import { type LeafPath, ROUTE_SECRET_LEAVES } from "./leaves";
 import { checkRoute } from "./route";
 import { checkTlsIpRestriction } from "./tls-ip-restriction";
 import type {
@@ -45,9 +46,18 @@ const CHECKS: { [R in ResourceKind]: (news: unknown, olds?: unknown) => Checked<
 const isResourceKind = (name: string): name is ResourceKind => Object.hasOwn(CHECKS, name);
 export const RESOURCE_KINDS: readonly ResourceKind[] = Object.keys(CHECKS).filter(isResourceKind);
 
+/** Per resource type, its secret leaves (./leaves): kept secret in inputs and outputs on both faces. */
+export const SECRET_LEAVES: { [R in ResourceKind]: readonly LeafPath[] } = {
+  httpsEdge: [],
+  tlsEdge: [],
+  httpsEdgeRoute: ROUTE_SECRET_LEAVES,
+  tlsEdgeIpRestriction: [],
+};
+
 /** Program inputs → the brain's value, or failures named by Pulumi property path. Never throws. */
 export const check = <R extends ResourceKind>(kind: R, news: unknown, olds?: unknown): Checked<Config<R>> =>
   CHECKS[kind](news, olds);
 
 export type { CheckFailure, Checked } from "./check";
+export type { LeafPath } from "./leaves";
 export * from "./types";

@@ -20,11 +20,11 @@ import { checkedInputs, type Created, type Read } from "../lifecycle/types";
 import type { Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
-import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+import { engineFailures } from "../model/failures";
+import { SECRET_LEAVES } from "../model";
 import type { PropertyChange } from "../plan/detail";
-import { engineFailures } from "./failures";
+import { conceal, concealLeaves, isSecret, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE } from "./schema";
-import { conceal, reveal, secretProperties } from "./secrets";
 
 const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
@@ -62,11 +62,6 @@ function handlerOf<K extends ResourceKind>(kind: K): KindHandler {
   };
 }
 const HANDLERS = new Map(RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]));
-
-/** Properties kept secret whatever the program marked: the modules that carry credentials. */
-const ALWAYS_SECRET: Partial<Record<ResourceKind, readonly string[]>> = {
-  httpsEdgeRoute: SECRET_MODULES.map((m) => MODULE_PROPERTY[m]),
-};
 
 /** `urn:pulumi:<stack>::<project>::<parent types $>edge:index:HttpsEdgeRoute::<name>` → its kind. */
 function kindOf(urn: string): ResourceKind {
@@ -155,7 +150,7 @@ export class EdgeProvider implements provider.Provider {
     const { inputs, failures } = handler.check(reveal(news), reveal(olds));
     return Promise.resolve({
       inputs: this.concealed(kind, inputs, news),
-      failures: engineFailures(failures, news),
+      failures: engineFailures(failures, news, { isSecret, leaves: SECRET_LEAVES[kind] }),
     });
   }
 
@@ -214,9 +209,11 @@ export class EdgeProvider implements provider.Provider {
     await handlerFor(urn).handler.delete(client, id, reveal(props), ctx);
   }
 
-  /** Values going back to the engine: secret where the program's were, and the credential modules always. */
+  /**
+   * Values going back to the engine: secret where the program's were (leaf by leaf inside a
+   * module), and the secret leaves (credentials) always: the rest of a module stays readable.
+   */
   private concealed(kind: ResourceKind, value: unknown, given: unknown) {
-    const keys = new Set([...(ALWAYS_SECRET[kind] ?? []), ...secretProperties(given)]);
-    return conceal(isProps(value) ? value : {}, keys);
+    return concealLeaves(keepSecretsOf(isProps(value) ? value : {}, given), SECRET_LEAVES[kind]);
   }
 }

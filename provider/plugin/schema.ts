@@ -1,7 +1,7 @@
 /**
  * The Pulumi package schema of the packaged `edge` provider, generated from the zod contract
  * (zod 4's own JSON Schema of the request shapes, input side) and the model (camelCase names,
- * secret modules, outputs). The SDKs of every language are generated from it, so their types,
+ * secret leaves, outputs). The SDKs of every language are generated from it, so their types,
  * docs and enums are the contract's. `npm run schema` writes provider/plugin/schema.json; a test
  * fails when that file is stale.
  */
@@ -18,7 +18,7 @@ import {
   tlsIpRestrictionMutateSchema,
 } from "../../sdk/contract";
 import { toCamel } from "../model/case";
-import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+import { leafRelation, ROUTE_SECRET_LEAVES } from "../model/leaves";
 
 export const PACKAGE = "edge";
 const TOKEN = (name: string) => `${PACKAGE}:index:${name}`;
@@ -105,6 +105,14 @@ const pascal = (wire: string) => toCamel(wire).replace(/^./, (c) => c.toUpperCas
 const enumMemberName = (value: string) =>
   value.includes(":") ? pascal(value.split(":").pop()!) : pascal(value);
 
+/**
+ * A route's secret leaves (`oidc.client_secret`) are `secret` in their object types. Pulumi's code
+ * generators act on `secret` of a resource's own properties only (additionalSecretOutputs), so
+ * this documents them; the plugin keeps them secret (provider.ts), whichever SDK sent them.
+ */
+const isSecretLeaf = (wirePath: string) =>
+  leafRelation(wirePath.split(".").map(toCamel), ROUTE_SECRET_LEAVES).secret;
+
 class Builder {
   readonly types: Record<string, ObjectTypeSpec | EnumTypeSpec> = {};
 
@@ -155,7 +163,10 @@ class Builder {
     const properties: Record<string, PropertySpec> = {};
     for (const [key, value] of Object.entries(js.properties ?? {})) {
       const sub = `${path}.${key}`;
-      properties[toCamel(key)] = this.property(value, sub, () => this.nameOf(sub, `${name}${pascal(key)}`));
+      properties[toCamel(key)] = {
+        ...this.property(value, sub, () => this.nameOf(sub, `${name}${pascal(key)}`)),
+        ...(isSecretLeaf(sub) ? { secret: true } : {}),
+      };
     }
     Object.assign(properties, extra);
     const spec: ObjectTypeSpec = {
@@ -183,7 +194,6 @@ class Builder {
 }
 
 const moduleTypeName = (m: RouteModuleName) => `Route${pascal(m).replace(/^Oauth/, "OAuth")}`;
-const SECRET_PROPERTIES = new Set<string>(SECRET_MODULES.map((m) => MODULE_PROPERTY[m]));
 const ADOPT_ROUTE: PropertySpec = {
   type: "boolean",
   description:
@@ -242,10 +252,7 @@ function routeResource(b: Builder): ResourceSpec {
     const prop = toCamel(key);
     if (isRouteModuleName(key)) {
       const m = key;
-      inputs[prop] = {
-        ...b.property(value, m, () => moduleTypeName(m)),
-        ...(SECRET_PROPERTIES.has(prop) ? { secret: true } : {}),
-      };
+      inputs[prop] = b.property(value, m, () => moduleTypeName(m));
     } else inputs[prop] = b.property(value, key, () => `Route${pascal(key)}`);
   }
   inputs.adopt = ADOPT_ROUTE;

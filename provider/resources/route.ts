@@ -1,5 +1,7 @@
 import * as pulumi from "@pulumi/pulumi";
-import { MODULE_PROPERTY, SECRET_MODULES } from "../model/route";
+import { isProps, type Props } from "../model/check";
+import { mapLeaves, ROUTE_SECRET_LEAVES } from "../model/leaves";
+import { MODULE_PROPERTY } from "../model/route";
 import type { RouteOutputs } from "../model/types";
 import type { HttpsEdgeRouteArgs, MatchType } from "./args";
 import { EdgeDynamicResource } from "./glue";
@@ -11,12 +13,17 @@ type Out<P extends keyof RouteOutputs> = pulumi.Output<RouteOutputs[P]>;
 export type SamlOutput = NonNullable<RouteOutputs["saml"]>;
 
 const MODULES = Object.values(MODULE_PROPERTY);
-const SECRETS = SECRET_MODULES.map((m) => MODULE_PROPERTY[m]);
+
+/** A plain object of the program's inputs: a leaf inside it can be marked alone (not in an Output or a Promise). */
+const plain = (v: unknown): v is Props =>
+  isProps(v) && !pulumi.Output.isInstance(v) && !(v instanceof Promise);
 
 /**
  * A route of an HTTPS edge. A module given here is managed whole: changing any field of it
  * replaces that module on the service (PATCH), removing it deletes it with its own DELETE, and
- * modules never given are left alone. Modules that carry a secret are stored encrypted.
+ * modules never given are left alone. Credentials (`oidc.clientSecret`, `oauth.provider.*.clientSecret`,
+ * `webhookVerification.secret`) are secret in the state and in previews whether or not the
+ * program marked them; the rest of their module stays readable.
  */
 export class HttpsEdgeRoute extends EdgeDynamicResource {
   declare readonly edgeId: pulumi.Output<string>;
@@ -48,12 +55,11 @@ export class HttpsEdgeRoute extends EdgeDynamicResource {
     const props: Record<string, unknown> = { description: undefined, metadata: undefined };
     for (const m of MODULES) props[m] = undefined;
     Object.assign(props, args, { uri: undefined, createdAt: undefined, routeId: undefined });
-    // Secrets never reach the state in plaintext, whether or not the program marked them.
-    for (const m of SECRETS) if (args?.[m] !== undefined) props[m] = pulumi.secret(args[m]);
-    super("httpsEdgeRoute", "HttpsEdgeRoute", name, props, {
-      ...opts,
-      additionalSecretOutputs: [...(opts?.additionalSecretOutputs ?? []), ...SECRETS],
-    });
+    // The provider wraps the secret leaves of what it answers (the state keeps them encrypted);
+    // marked here too, so that the engine never shows one (it prints inputs in check failures). A
+    // module given as an Output is marked whole: its leaves cannot be reached before it resolves.
+    const marked = mapLeaves(props, ROUTE_SECRET_LEAVES, (v) => pulumi.secret(v), plain);
+    super("httpsEdgeRoute", "HttpsEdgeRoute", name, marked, opts);
   }
 
   /** Looks up an existing route by id (read-only in this stack). */

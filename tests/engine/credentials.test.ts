@@ -19,6 +19,8 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { packagedWorkspace } from "../packaged/support/plugin";
 import type { Workspace } from "../support/workspace";
 import {
+  backendText,
+  expectNowhere,
   quiet,
   type RecordingServer,
   recordingServer,
@@ -56,30 +58,6 @@ async function cli(ws: Workspace, args: string[], env: Record<string, string> = 
     const { code = 1, stdout = "", stderr = "" } = e as { code?: number; stdout?: string; stderr?: string };
     return { code, out: stdout + stderr };
   }
-}
-
-/** Every form a key could take in a file: as is, base64, hex. */
-const forms = (key: string) => [
-  key,
-  Buffer.from(key).toString("base64"),
-  Buffer.from(key).toString("base64url"),
-  Buffer.from(key).toString("hex"),
-];
-
-/**
- * A backend file's text, less the copy of the stack's config file that the engine writes into
- * each update's history record: a key typed without `--secret` is in Pulumi.<stack>.yaml as
- * typed, which no provider can change. Everything else (checkpoints, backups) must be clean.
- */
-function backendText(file: string): string {
-  const text = readFileSync(file, "utf8");
-  if (!file.endsWith(".history.json")) return text;
-  const { config: _config, ...rest } = JSON.parse(text) as Record<string, unknown>;
-  return JSON.stringify(rest);
-}
-
-function expectNowhere(key: string, texts: string[]) {
-  for (const text of texts) for (const form of forms(key)) expect(text).not.toContain(form);
 }
 
 describe.each(["packaged", "dynamic"] as const)("%s face", (face) => {

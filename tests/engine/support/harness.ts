@@ -4,7 +4,7 @@
  * project), one state directory per test file, and a recording edge server.
  */
 import type { AddressInfo } from "node:net";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type { Stack } from "@pulumi/pulumi/automation";
@@ -174,4 +174,29 @@ export function stateFiles(stateDir: string): string[] {
   };
   walk(stateDir);
   return out;
+}
+
+/** Every form a secret could take in a file: as is, base64, hex. */
+const forms = (secret: string) => [
+  secret,
+  Buffer.from(secret).toString("base64"),
+  Buffer.from(secret).toString("base64url"),
+  Buffer.from(secret).toString("hex"),
+];
+
+/**
+ * A backend file's text, less the copy of the stack's config file that the engine writes into
+ * each update's history record: a key typed without `--secret` is in Pulumi.<stack>.yaml as
+ * typed, which no provider can change. Everything else (checkpoints, backups) must be clean.
+ */
+export function backendText(file: string): string {
+  const text = readFileSync(file, "utf8");
+  if (!file.endsWith(".history.json")) return text;
+  const { config: _config, ...rest } = JSON.parse(text) as Record<string, unknown>;
+  return JSON.stringify(rest);
+}
+
+/** No form of `secret` (as is, base64, hex) in any of `texts`. */
+export function expectNowhere(secret: string, texts: string[]) {
+  for (const text of texts) for (const form of forms(secret)) expect(text).not.toContain(form);
 }
