@@ -4,13 +4,14 @@
  * SQLite and PostgreSQL differ in their statements, not in their rows.
  *
  * Secrets are sealed and opened here too (see ./secrets), with the `Secrets` of the store: the
- * secret fields of a route's modules (SECRET_PATHS) and a route's SAML private key. A sealed
- * field of the modules JSON holds `{"sealed": "sealed:v1:…"}` in place of its string, so a
+ * secret fields of a route's modules (the contract's ROUTE_SECRET_PATHS) and a route's SAML
+ * private key. A sealed field of the modules JSON holds `{"sealed": "sealed:v1:…"}` in place of its string, so a
  * client's secret that happens to start with "sealed:" stays a plain string, never mistaken for a
  * sealed one; the private key column holds the sealed text itself (a PEM never starts so).
  */
 import {
   MATCH_TYPES,
+  ROUTE_SECRET_PATHS,
   SCOPES,
   type ModuleRequest,
   type RouteModuleName,
@@ -101,16 +102,6 @@ export function routeRow(raw: Raw, secrets: Secrets): RouteRow {
   };
 }
 
-/**
- * Where the secret fields of a route's modules are: the module, then the path inside it; "*" is
- * every provider slot of OAuth (one is set).
- */
-const SECRET_PATHS: ReadonlyArray<readonly string[]> = [
-  ["webhook_verification", "secret"],
-  ["oauth", "provider", "*", "client_secret"],
-  ["oidc", "client_secret"],
-];
-
 /** A sealed field of the modules JSON: `{"sealed": "sealed:v1:…"}`. */
 const SEALED_KEY = "sealed";
 const SEALED_MARK = `{"${SEALED_KEY}":"sealed:`;
@@ -138,7 +129,10 @@ function mapSecrets(
   routeId: string,
   f: (leaf: unknown, where: string) => unknown,
 ): unknown {
-  return SECRET_PATHS.reduce((value, path) => mapPath(value, path, `route ${routeId}: modules`, f), modules);
+  return ROUTE_SECRET_PATHS.reduce<unknown>(
+    (value, path) => mapPath(value, path, `route ${routeId}: modules`, f),
+    modules,
+  );
 }
 
 /** The plaintext of a stored secret field: a string as it is, a sealed one opened. */
