@@ -470,6 +470,20 @@ export function isRouteModuleName(name: string): name is RouteModuleName {
   return Object.hasOwn(ROUTE_MODULES, name);
 }
 
+/**
+ * The credential fields of a route's modules, each as a wire path: the module, then the field
+ * inside it; "*" is every identity-provider slot of OAuth. The one statement of what is secret in
+ * a route: the service seals these at rest, the provider keeps them secret in Pulumi state and
+ * previews (only these leaves: the rest of their module stays readable). SAML has none: its
+ * request carries public IdP metadata, and the private key the service makes for it never leaves
+ * the service (responses carry its certificate only).
+ */
+export const ROUTE_SECRET_PATHS = [
+  ["webhook_verification", "secret"],
+  ["oauth", "provider", "*", "client_secret"],
+  ["oidc", "client_secret"],
+] as const satisfies ReadonlyArray<readonly [RouteModuleName, ...string[]]>;
+
 /** Modules that authenticate end users; a route carries at most one of them. */
 export const AUTH_MODULES = ["oauth", "oidc", "saml"] as const satisfies readonly RouteModuleName[];
 export type AuthModuleName = (typeof AUTH_MODULES)[number];
