@@ -14,7 +14,8 @@ export class SecretRef {
   constructor(readonly name: string) {}
 }
 
-const secretTag = {
+/** The YAML tag of a `!secret name` value, for reading and for writing (`pulumi-edge export`). */
+export const secretTag = {
   tag: "!secret",
   identify: (v: unknown) => v instanceof SecretRef,
   resolve: (name: string) => new SecretRef(name),
@@ -52,7 +53,8 @@ export class EdgeConfigError extends Error {
   }
 }
 
-const ENTRY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+/** What an entry name (an edge, a route) may be: it is also part of a Pulumi resource name. */
+export const ENTRY_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const entryName = z
   .string()
   .regex(ENTRY_NAME, { error: "names are 1-63 characters: letters, digits, _ . -" });

@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 /**
+ * The `pulumi-edge` command: `export` (provider/export: adopt a fleet made outside Pulumi) and
+ * `migrate-to-packaged` (here).
+ *
  * pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
  *
  * Moves a stack of pulumi-edge's dynamic resources to the packaged provider, in place, writing
@@ -14,6 +17,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
+import { EXPORT_USAGE, runExport } from "../export/cli";
 import { errorField, errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
 
@@ -28,6 +32,7 @@ const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR]
          Pulumi.yaml's backend.url, else \`pulumi login\`. A passphrase stack's passphrase comes
          from PULUMI_CONFIG_PASSPHRASE(_FILE); with neither set, the empty passphrase is tried
          (what the stacks of pulumi-edge's own scripts, \`npm run up\`, use).
+${EXPORT_USAGE.replace(/^usage: /, "       ")}
        pulumi-edge --help | --version`;
 
 /** What a failed pulumi command printed that says what to do next. */
@@ -85,7 +90,8 @@ function pulumi(cwd: string, stack: string | undefined, args: string[]): string 
   return run.stdout;
 }
 
-function main(argv: string[]): number {
+async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "export") return runExport(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({
@@ -164,9 +170,10 @@ function main(argv: string[]): number {
   return 0;
 }
 
-try {
-  process.exit(main(process.argv.slice(2)));
-} catch (e) {
-  console.error(`pulumi-edge: ${e instanceof Error ? e.message : String(e)}`);
-  process.exit(1);
-}
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(`pulumi-edge: ${e instanceof Error ? e.message : String(e)}`);
+    process.exit(1);
+  },
+);

@@ -22,6 +22,7 @@ import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
 import { engineFailures } from "../model/failures";
 import { SECRET_LEAVES } from "../model";
+import { writtenInputs } from "../model/written";
 import type { PropertyChange } from "../plan/detail";
 import { conceal, concealLeaves, isSecret, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE } from "./schema";
@@ -55,7 +56,13 @@ function handlerOf<K extends ResourceKind>(kind: K): KindHandler {
     check: (news, olds) => life.check(news, olds),
     diff: (olds, news, id) => life.diff(olds, checkedInputs<Inputs<K>>(news), id),
     create: (client, inputs, ctx) => life.create(client, checkedInputs<Inputs<K>>(inputs), ctx),
-    read: (client, id, stored, ctx) => life.read(client, id, stored, ctx),
+    read: async (client, id, stored, ctx) => {
+      const found = await life.read(client, id, stored, ctx);
+      // An import (nothing stored yet): the inputs as a person writes them, the contract's
+      // defaults left out, so that the code `pulumi import` generates reads naturally.
+      const imported = isProps(stored) && Object.keys(stored).length === 0;
+      return found && imported ? { ...found, inputs: writtenInputs(kind, found.inputs) } : found;
+    },
     update: (client, id, olds, news, ctx) =>
       life.update(client, id, olds, checkedInputs<Inputs<K>>(news), ctx),
     delete: (client, id, stored, ctx) => life.delete(client, id, stored, ctx),

@@ -112,6 +112,22 @@ export function idempotencyKeyFor(identity: string, method: string, path: string
   return `pe1.${digest}`;
 }
 
+/** Every item of a paged list: the next page is the one before the last item seen. */
+async function* allPages<P extends { next_page_uri: string | null }, T extends { id: string }>(
+  fetch: (beforeId: string | undefined) => Promise<P>,
+  items: (page: P) => T[],
+): AsyncGenerator<T> {
+  let beforeId: string | undefined;
+  for (;;) {
+    const page = await fetch(beforeId);
+    const got = items(page);
+    yield* got;
+    const last = got.at(-1);
+    if (!page.next_page_uri || last === undefined) return;
+    beforeId = last.id;
+  }
+}
+
 const replayed = new WeakSet<object>();
 /** Whether a create's answer is the object an earlier create with the same key made (not a new one). */
 export const wasReplayed = (answer: object): boolean => replayed.has(answer);
@@ -137,6 +153,13 @@ export class EdgeClient {
   listHttpsEdges(page?: PageOptions): Promise<HttpsEdgeList> {
     return this.request(OPS.https.list, {}, { page });
   }
+  /** Every HTTPS edge (each with all its routes), following next_page_uri. */
+  allHttpsEdges(): AsyncGenerator<HttpsEdge> {
+    return allPages(
+      (beforeId) => this.listHttpsEdges({ beforeId }),
+      (page) => page.https_edges,
+    );
+  }
   deleteHttpsEdge(id: string): Promise<void> {
     return this.request(OPS.https.delete, { id });
   }
@@ -150,6 +173,13 @@ export class EdgeClient {
   }
   listTlsEdges(page?: PageOptions): Promise<TlsEdgeList> {
     return this.request(OPS.tls.list, {}, { page });
+  }
+  /** Every TLS edge (each with its IP restriction), following next_page_uri. */
+  allTlsEdges(): AsyncGenerator<TlsEdge> {
+    return allPages(
+      (beforeId) => this.listTlsEdges({ beforeId }),
+      (page) => page.tls_edges,
+    );
   }
   deleteTlsEdge(id: string): Promise<void> {
     return this.request(OPS.tls.delete, { id });
@@ -166,15 +196,11 @@ export class EdgeClient {
     return this.request(OPS.routes.list, { edge_id: edgeId }, { page });
   }
   /** Every route of an edge, following next_page_uri. */
-  async *allRoutes(edgeId: string): AsyncGenerator<Route> {
-    let beforeId: string | undefined;
-    for (;;) {
-      const page = await this.listRoutes(edgeId, { beforeId });
-      yield* page.routes;
-      const last = page.routes.at(-1);
-      if (!page.next_page_uri || last === undefined) return;
-      beforeId = last.id;
-    }
+  allRoutes(edgeId: string): AsyncGenerator<Route> {
+    return allPages(
+      (beforeId) => this.listRoutes(edgeId, { beforeId }),
+      (page) => page.routes,
+    );
   }
   /** PATCH: a present module replaces that module whole; absent modules are untouched. */
   updateRoute(edgeId: string, id: string, body: RouteUpdate): Promise<Route> {

@@ -61,6 +61,18 @@ test("pulumi-edge migrate-to-packaged --help is the usage too", () => {
   expect(r.stdout).toMatch(/Pulumi\.yaml's backend\.url/);
 });
 
+test("pulumi-edge export --help is its usage; a mistyped flag of it is a usage error", () => {
+  const help = run("pulumi-edge", ["export", "--help"]);
+  expect([help.code, help.stderr]).toEqual([0, ""]);
+  expect(help.stdout).toMatch(/^usage: pulumi-edge export \[--edge ID\]\.\.\./);
+  expect(run("pulumi-edge", ["--help"]).stdout).toMatch(/^ +pulumi-edge export \[--edge ID\]/m);
+  const bad = run("pulumi-edge", ["export", "--edges", "x"]);
+  expect([bad.code, bad.stdout]).toEqual([2, ""]);
+  expect(bad.stderr).toMatch(/^pulumi-edge export: Unknown option '--edges'.*run pulumi-edge export --help/s);
+  const stray = run("pulumi-edge", ["export", "everything"]);
+  expect(stray.code).toBe(2);
+});
+
 test("pulumi-edge migrate-to-packaged without a pulumi CLI says so", () => {
   // Only node's own directory on PATH: no pulumi anywhere.
   const r = run("pulumi-edge", ["migrate-to-packaged"], { ...process.env, PATH: dirname(process.execPath) });

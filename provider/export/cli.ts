@@ -1,0 +1,158 @@
+/**
+ * pulumi-edge export: adopts a fleet of edges made outside Pulumi. Reads them from the service
+ * (the same connection settings as the providers) and writes edges.yaml (the declarative file,
+ * validated by loading it back) and import.json (for `pulumi import --file`). Secret values stay
+ * out of both: edges.yaml references them as `!secret <key>`, and they are written only where
+ * `--secrets-dir` asks.
+ */
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { errorMessage } from "../../sdk/contract";
+import { VERSION } from "../../sdk/version";
+import { currentSettings, edgeClient } from "../config";
+import { parseEdgeConfig } from "../declarative/load";
+import { exportFleet, filterFleet } from "./fleet";
+import { readFleet } from "./read";
+
+export const EXPORT_USAGE = `usage: pulumi-edge export [--edge ID]... [--description-match REGEX] [--metadata-match REGEX]
+                          [--out DIR] [--force] [--secrets-dir DIR]
+                          [--base-url URL | env EDGE_API_URL] [--data-dir DIR | env EDGE_DATA_DIR]
+         Reads edges made outside Pulumi from the edge service and writes, for adopting them:
+           DIR/edges.yaml   the declarative file (loadEdgeConfig), every edge, route and TLS IP
+                            restriction, defaults left out; secrets as !secret <config key>
+           DIR/import.json  for \`pulumi import --file\`: the packaged provider's resources in the
+                            names deployEdgeConfig gives them
+         --edge ID               export this HTTPS or TLS edge (repeat for more); default: all edges
+         --description-match RE  only edges whose description matches the regular expression
+         --metadata-match RE     only edges whose metadata matches the regular expression
+         --out DIR               where to write the two files (default: .)
+         --force                 overwrite them if they exist
+         --secrets-dir DIR       also write each secret's value to DIR/<config key> (mode 0600), to
+                                 set it with \`pulumi config set --secret <key> < DIR/<key>\`;
+                                 without it no secret value is written anywhere
+         --base-url URL          a running edge service (default EDGE_API_URL; key: EDGE_API_KEY);
+                                 without one, the embedded service's data directory
+         --data-dir DIR          that data directory (default EDGE_DATA_DIR, else ./.edge-service)`;
+
+function regex(value: string | undefined, flag: string): RegExp | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return new RegExp(value);
+  } catch (e) {
+    throw new UsageError(`--${flag}: ${errorMessage(e)}`);
+  }
+}
+
+class UsageError extends Error {}
+
+/** Runs `pulumi-edge export` with its arguments (after `export`); the process's exit code. */
+export async function runExport(argv: string[]): Promise<number> {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      allowPositionals: false,
+      options: {
+        edge: { type: "string", multiple: true, default: [] },
+        "description-match": { type: "string" },
+        "metadata-match": { type: "string" },
+        out: { type: "string", default: "." },
+        force: { type: "boolean", default: false },
+        "secrets-dir": { type: "string" },
+        "base-url": { type: "string" },
+        "data-dir": { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+    }));
+  } catch (e) {
+    console.error(`pulumi-edge export: ${errorMessage(e)}; run pulumi-edge export --help`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(EXPORT_USAGE);
+    return 0;
+  }
+  let filter;
+  try {
+    filter = {
+      descriptionMatch: regex(values["description-match"], "description-match"),
+      metadataMatch: regex(values["metadata-match"], "metadata-match"),
+    };
+  } catch (e) {
+    if (!(e instanceof UsageError)) throw e;
+    console.error(`pulumi-edge export: ${e.message}; run pulumi-edge export --help`);
+    return 2;
+  }
+
+  const out = resolve(values.out);
+  const files = { yaml: join(out, "edges.yaml"), imports: join(out, "import.json") };
+  const present = Object.values(files).filter((f) => existsSync(f));
+  if (present.length > 0 && !values.force) {
+    console.error(`pulumi-edge export: ${present.join(" and ")} already exist: add --force to overwrite`);
+    return 1;
+  }
+
+  const env = currentSettings();
+  const settings = {
+    ...env,
+    baseUrl: values["base-url"] ?? env.baseUrl,
+    dataDir: values["data-dir"] ? resolve(values["data-dir"]) : env.dataDir,
+  };
+  if (!settings.baseUrl && !existsSync(join(settings.dataDir, "edge.db"))) {
+    console.error(
+      `pulumi-edge export: no edge service data in ${settings.dataDir}: give --base-url URL (or EDGE_API_URL) ` +
+        "for a running service, or --data-dir DIR for the embedded service's data directory",
+    );
+    return 1;
+  }
+  const source = settings.baseUrl ?? `the data directory ${settings.dataDir}`;
+
+  const fleet = filterFleet(await readFleet(edgeClient(settings), values.edge), filter);
+  const exported = exportFleet(fleet, {
+    version: VERSION,
+    header: [
+      `Exported by \`pulumi-edge export\` from ${source}: deploy it with deployEdgeConfig(config, { resources: edge })`,
+      `from "pulumi-edge/packaged", after \`pulumi import --file import.json\` (see import.json).`,
+    ],
+  });
+  // What is written is what the declarative face reads: loaded back with its own loader first.
+  await parseEdgeConfig(exported.yaml, files.yaml);
+
+  mkdirSync(out, { recursive: true });
+  writeFileSync(files.yaml, exported.yaml);
+  writeFileSync(files.imports, `${JSON.stringify({ resources: exported.imports }, null, 2)}\n`);
+  const { httpsEdges, routes, tlsEdges, ipRestrictions } = exported.counts;
+  const shown = (f: string) => relative(process.cwd(), f) || f;
+  const n = (count: number, what: string) => `${count} ${what}${count === 1 ? "" : "s"}`;
+  console.log(
+    `exported ${n(httpsEdges, "HTTPS edge")} (${n(routes, "route")}) and ${n(tlsEdges, "TLS edge")} ` +
+      `(${n(ipRestrictions, "IP restriction")}) from ${source}:`,
+  );
+  console.log(`  ${shown(files.yaml)}\n  ${shown(files.imports)} (${exported.imports.length} resources)`);
+
+  if (exported.secrets.length > 0) {
+    const dir = values["secrets-dir"] ? resolve(values["secrets-dir"]) : undefined;
+    if (dir) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      chmodSync(dir, 0o700);
+      for (const s of exported.secrets) writeFileSync(join(dir, s.key), s.value, { mode: 0o600 });
+    }
+    console.log(
+      `\n${n(exported.secrets.length, "secret")} referenced, not written, in edges.yaml (!secret <key>). ` +
+        (dir
+          ? `Their values are in ${shown(dir)} (mode 0600; delete it once set). Set them in the stack:`
+          : "Set each in the stack with its value (or rerun with --secrets-dir DIR to have them written there):"),
+    );
+    for (const s of exported.secrets) {
+      const from = dir ? ` < ${shown(join(dir, s.key))}` : " <value>";
+      console.log(`  pulumi config set --secret ${s.key}${from}    # ${s.where}`);
+    }
+  }
+  console.log(
+    "\nThen, in a Pulumi project whose program deploys edges.yaml on the packaged provider:\n" +
+      "  pulumi import --file import.json --protect=false --generate-code=false --yes\n" +
+      "  pulumi preview --expect-no-changes",
+  );
+  return 0;
+}

@@ -1,0 +1,176 @@
+/**
+ * A fleet of edges as the service holds them → what adopts it into Pulumi: the declarative
+ * edges.yaml (the inputs as a person writes them, secrets as `!secret` references) and the file
+ * `pulumi import --file` takes, in the names `deployEdgeConfig` gives the resources. Pure.
+ */
+import YAML from "yaml";
+import { type HttpsEdge, ROUTE_SECRET_PATHS, type Route, type TlsEdge } from "../../sdk/contract";
+import { SecretRef, secretTag } from "../declarative/load";
+import { toCamel } from "../model/case";
+import { isProps, type Props } from "../model/check";
+import { edgeInputsOf } from "../model/edge";
+import { routeConfigOfResponse, routeInputsOf } from "../model/route";
+import { tlsIpRestrictionOutputsOf } from "../model/tls-ip-restriction";
+import { writtenInputs } from "../model/written";
+import { byAge, edgeBaseName, Identifiers, routeBaseName, uniqueNames } from "./names";
+
+export interface Fleet {
+  https: HttpsEdge[];
+  tls: TlsEdge[];
+}
+
+/** Which edges to export: all, or those whose description / metadata match. */
+export interface FleetFilter {
+  descriptionMatch?: RegExp;
+  metadataMatch?: RegExp;
+}
+
+export function filterFleet(fleet: Fleet, filter: FleetFilter): Fleet {
+  const keep = (e: { description: string; metadata: string }) =>
+    (!filter.descriptionMatch || filter.descriptionMatch.test(e.description)) &&
+    (!filter.metadataMatch || filter.metadataMatch.test(e.metadata));
+  return { https: fleet.https.filter(keep), tls: fleet.tls.filter(keep) };
+}
+
+/** One entry of `pulumi import --file` (engine 3.259.0): `name` names the generated code's variable. */
+export interface ImportEntry {
+  type: string;
+  /** The code name (an identifier), unique in the file. */
+  name: string;
+  /** The resource's name in the program: the entry name `deployEdgeConfig` gives it. */
+  logicalName: string;
+  id: string;
+  /** The plugin version the program's SDK asks for, so the import's default provider is the program's. */
+  version: string;
+}
+
+/** A secret of the fleet, referenced from edges.yaml as `!secret <key>`: its value goes to the stack's config. */
+export interface SecretSlot {
+  /** The config key (`pulumi config set --secret <key>`). */
+  key: string;
+  /** Where it is: `httpsEdges.web.routes.hooks.webhookVerification.secret`. */
+  where: string;
+  value: string;
+}
+
+export interface EdgesDocument {
+  httpsEdges?: Record<string, Props & { routes?: Record<string, Props> }>;
+  tlsEdges?: Record<string, Props & { ipRestriction?: Props }>;
+}
+
+export interface Exported {
+  document: EdgesDocument;
+  /** edges.yaml's text. */
+  yaml: string;
+  imports: ImportEntry[];
+  secrets: SecretSlot[];
+  counts: { httpsEdges: number; routes: number; tlsEdges: number; ipRestrictions: number };
+}
+
+const TYPE = (name: string) => `edge:index:${name}`;
+
+/** The secret leaves of a route's inputs, as camelCase paths ("*": every OAuth slot). */
+const SECRET_PATHS = ROUTE_SECRET_PATHS.map((path) => path.map(toCamel));
+
+/**
+ * `value` with every non-empty string leaf at `path` replaced by what `replace` makes of it
+ * (copied along the path, never changed in place); `at` is the path walked so far.
+ */
+function replaceLeaves(
+  value: unknown,
+  path: readonly string[],
+  at: string[],
+  replace: (at: string[], leaf: string) => unknown,
+): unknown {
+  if (path.length === 0) return typeof value === "string" && value !== "" ? replace(at, value) : value;
+  if (!isProps(value)) return value;
+  const [head, ...rest] = path;
+  const out: Props = { ...value };
+  for (const key of head === "*" ? Object.keys(out) : [head!]) {
+    if (out[key] !== undefined) out[key] = replaceLeaves(out[key], rest, [...at, key], replace);
+  }
+  return out;
+}
+
+/** The fleet in edges.yaml's form and the import file's; secrets referenced, their values set apart. */
+export function exportFleet(fleet: Fleet, opts: { version: string; header?: string[] }): Exported {
+  const codeNames = new Identifiers();
+  const secretKeys = new Identifiers();
+  const imports: ImportEntry[] = [];
+  const secrets: SecretSlot[] = [];
+  const counts = { httpsEdges: 0, routes: 0, tlsEdges: 0, ipRestrictions: 0 };
+  const entry = (type: string, logical: string[], id: string) =>
+    imports.push({
+      type: TYPE(type),
+      name: codeNames.take(logical),
+      logicalName: logical.join("."),
+      id,
+      version: opts.version,
+    });
+  const edgeFields = (edge: HttpsEdge | TlsEdge): Props =>
+    writtenInputs(
+      "httpsEdge",
+      edgeInputsOf({ description: edge.description, metadata: edge.metadata, hostports: edge.hostports }),
+    );
+
+  const document: EdgesDocument = {};
+  const httpsNames = uniqueNames(byAge(fleet.https), edgeBaseName);
+  for (const [edge, name] of httpsNames) {
+    counts.httpsEdges++;
+    entry("HttpsEdge", [name], edge.id);
+    const routes: Record<string, Props> = {};
+    for (const [route, routeName] of uniqueNames(byAge(edge.routes), routeBaseName)) {
+      counts.routes++;
+      entry("HttpsEdgeRoute", [name, routeName], `${edge.id}/${route.id}`);
+      routes[routeName] = routeEntry(route, (path, value) => {
+        // webHooksWebhookSecret, webLoginOauthGithubClientSecret, webDashOidcClientSecret
+        const label = path
+          .filter((p) => p !== "provider")
+          .map((p) => (p === "webhookVerification" ? "webhook" : p));
+        const key = secretKeys.take([name, routeName, ...label]);
+        secrets.push({ key, where: ["httpsEdges", name, "routes", routeName, ...path].join("."), value });
+        return new SecretRef(key);
+      });
+    }
+    (document.httpsEdges ??= {})[name] = {
+      ...edgeFields(edge),
+      ...(Object.keys(routes).length > 0 ? { routes } : {}),
+    };
+  }
+  for (const [edge, name] of uniqueNames(byAge(fleet.tls), edgeBaseName)) {
+    counts.tlsEdges++;
+    entry("TlsEdge", [name], edge.id);
+    const tls: Props & { ipRestriction?: Props } = edgeFields(edge);
+    if (edge.ip_restriction) {
+      counts.ipRestrictions++;
+      entry("TlsEdgeIpRestriction", [name, "ipRestriction"], edge.id);
+      const { edgeId: _edge, ...module } = writtenInputs(
+        "tlsEdgeIpRestriction",
+        tlsIpRestrictionOutputsOf(edge.id, edge.ip_restriction),
+      );
+      tls.ipRestriction = module;
+    }
+    (document.tlsEdges ??= {})[name] = tls;
+  }
+
+  const doc = new YAML.Document(document, { customTags: [secretTag] });
+  const header = [
+    ...(opts.header ?? []),
+    ...(secrets.length > 0
+      ? ["`!secret <key>` is the stack's secret config <key> (pulumi config set --secret <key>)."]
+      : []),
+  ];
+  if (header.length > 0) doc.commentBefore = header.map((l) => ` ${l}`).join("\n");
+  return { document, yaml: doc.toString({ lineWidth: 0 }), imports, secrets, counts };
+}
+
+/** A route's entry: its inputs as written, without `edgeId` (the file nests routes in their edge). */
+function routeEntry(route: Route, secret: (path: string[], value: string) => SecretRef): Props {
+  const { edgeId: _edge, ...written } = writtenInputs(
+    "httpsEdgeRoute",
+    routeInputsOf(routeConfigOfResponse(route)),
+  );
+  let out: unknown = written;
+  for (const path of SECRET_PATHS) out = replaceLeaves(out, path, [], secret);
+  return isProps(out) ? out : {};
+}
