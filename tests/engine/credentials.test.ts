@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { packagedWorkspace } from "../packaged/support/plugin";
+import { specWorkspace } from "../packaged/support/plugin";
 import type { Workspace } from "../support/workspace";
 import {
   backendText,
@@ -27,7 +27,6 @@ import {
   setSpec,
   stateExport,
   stateFiles,
-  workspace,
 } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -67,10 +66,7 @@ describe.each(["packaged", "dynamic"] as const)("%s face", (face) => {
   const accepted = new Set([KEY_1]);
 
   beforeAll(async () => {
-    ws =
-      face === "dynamic"
-        ? workspace("spec-program", `creds-${face}`)
-        : packagedWorkspace("packaged-spec-program", `creds-${face}`);
+    ws = specWorkspace(face, `creds-${face}`);
     server = await recordingServer(mkdtempSync(join(tmpdir(), `edge-creds-${face}-`)), {
       acceptKeys: accepted,
     });

@@ -7,9 +7,9 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { packagedWorkspace, pulumiCli } from "../packaged/support/plugin";
+import { pulumiCli, specWorkspace } from "../packaged/support/plugin";
 import type { Workspace } from "../support/workspace";
-import { quiet, type RecordingServer, recordingServer, setSpec, workspace } from "./support/harness";
+import { quiet, type RecordingServer, recordingServer, setSpec } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
@@ -30,10 +30,7 @@ describe.each(["dynamic", "packaged"] as const)("%s face", (face) => {
   let stack: Stack;
 
   beforeAll(async () => {
-    ws =
-      face === "dynamic"
-        ? workspace("spec-program", `plan-${face}`)
-        : packagedWorkspace("packaged-spec-program", `plan-${face}`);
+    ws = specWorkspace(face, `plan-${face}`);
     server = await recordingServer(mkdtempSync(join(tmpdir(), `edge-plan-${face}-`)));
     stack = await engine.directoryStack({ workDir: ws.dir, stackName: "plan", stateDir: ws.stateDir });
     await stack.setConfig("edge:baseUrl", { value: server.url });

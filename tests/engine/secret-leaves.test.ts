@@ -12,7 +12,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
-import { packagedWorkspace, pulumiCli } from "../packaged/support/plugin";
+import { pulumiCli, specWorkspace } from "../packaged/support/plugin";
 import type { Workspace } from "../support/workspace";
 import {
   backendText,
@@ -23,7 +23,6 @@ import {
   setSpec,
   stateExport,
   stateFiles,
-  workspace,
 } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -97,10 +96,7 @@ describe.each(["packaged", "dynamic"] as const)("%s face", (face) => {
   const preview = (args: string[]) => pulumiCli(ws, ["preview", "--diff", ...args], "leaves");
 
   beforeAll(async () => {
-    ws =
-      face === "dynamic"
-        ? workspace("spec-program", `leaves-${face}`)
-        : packagedWorkspace("packaged-spec-program", `leaves-${face}`);
+    ws = specWorkspace(face, `leaves-${face}`);
     server = await recordingServer(mkdtempSync(join(tmpdir(), `edge-leaves-${face}-`)));
     stack = await engine.directoryStack({ workDir: ws.dir, stackName: "leaves", stateDir: ws.stateDir });
     await stack.setConfig("edge:baseUrl", { value: server.url });

@@ -15,10 +15,9 @@ import {
   type RecordingServer,
   recordingServer,
   setSpec,
-  workspace,
 } from "../engine/support/harness";
 import type { Workspace } from "../support/workspace";
-import { packagedWorkspace } from "./support/plugin";
+import { specWorkspace } from "./support/plugin";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
@@ -31,10 +30,7 @@ describe.each(["packaged", "dynamic"] as const)("%s face", (face) => {
   let stack: Stack;
 
   beforeAll(async () => {
-    ws =
-      face === "dynamic"
-        ? workspace("spec-program", `check-failures-${face}`)
-        : packagedWorkspace("packaged-spec-program", `check-failures-${face}`);
+    ws = specWorkspace(face, `check-failures-${face}`);
     server = await recordingServer(mkdtempSync(join(tmpdir(), `edge-check-failures-${face}-`)));
     stack = await engine.directoryStack({ workDir: ws.dir, stackName: "checks", stateDir: ws.stateDir });
     await stack.setConfig("edge:baseUrl", { value: server.url });

@@ -6,6 +6,7 @@ import { execFile } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { workspace } from "../../engine/support/harness";
 import { programWorkspace, type Workspace } from "../../support/workspace";
 
 const engine = require("../../../scripts/engine.js") as typeof import("../../../scripts/engine.js");
@@ -17,6 +18,10 @@ export function packagedWorkspace(fixture: string, label: string): Workspace {
   writeFileSync(file, readFileSync(file, "utf8").replace(/^(\s*path:\s*).*$/m, `$1${PLUGIN_DIR}`));
   return ws;
 }
+
+/** The spec-driven test program of either face: the dynamic one, or the packaged one on this plugin. */
+export const specWorkspace = (face: "dynamic" | "packaged", label: string): Workspace =>
+  face === "dynamic" ? workspace("spec-program", label) : packagedWorkspace("packaged-spec-program", label);
 
 /**
  * The `pulumi` CLI of the pinned engine in a program's directory, for what the Automation API
