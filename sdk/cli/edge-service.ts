@@ -141,29 +141,38 @@ async function rotate(opts: {
   return 0;
 }
 
+type KeysCommand =
+  | { command: "create"; name: string; scope: string }
+  | { command: "revoke"; name: string }
+  | { command: "list" };
+
+/** The `keys` command line, or a usage error. */
+function keysCommand(args: string[], scope: string | undefined): KeysCommand {
+  const [command, name, ...rest] = args;
+  const usage = "keys takes: create NAME --scope read|write|admin, list [--json], or revoke NAME";
+  if (command === "list" && name === undefined) return { command };
+  if ((command === "create" || command === "revoke") && name && rest.length === 0) {
+    if (command === "revoke") return { command, name };
+    if (scope === undefined) throw new KeyUsageError("keys create needs --scope read, write or admin");
+    return { command, name, scope };
+  }
+  throw new KeyUsageError(usage);
+}
+
 /** `keys create|list|revoke`: named API keys, on the store the service runs on. */
 async function keys(
   args: string[],
   opts: { scope?: string; json?: boolean; dataDir: string; databaseUrl?: string; secretsKeyFile?: string },
 ): Promise<number> {
-  const [command, name, ...rest] = args;
-  const named = command === "create" || command === "revoke";
+  const cmd = keysCommand(args, opts.scope);
   if (
-    !(command === "create" || command === "revoke" || command === "list") ||
-    (named ? !name : name) ||
-    rest.length > 0
+    cmd.command !== "create" &&
+    opts.databaseUrl === undefined &&
+    !existsSync(join(opts.dataDir, "edge.db"))
   ) {
-    throw new KeyUsageError(
-      "keys takes: create NAME --scope read|write|admin, list [--json], or revoke NAME",
-    );
-  }
-  if (command !== "create" && opts.databaseUrl === undefined && !existsSync(join(opts.dataDir, "edge.db"))) {
     throw new KeyUsageError(
       `${opts.dataDir} holds no edge.db: pass the data directory the service runs with (--data)`,
     );
-  }
-  if (command === "create" && opts.scope === undefined) {
-    throw new KeyUsageError("keys create needs --scope read, write or admin");
   }
   const store = await openStore({
     dataDir: opts.dataDir,
@@ -171,38 +180,37 @@ async function keys(
     secrets: new Secrets(secretsKeyFrom(opts.secretsKeyFile)),
   });
   try {
-    if (command === "create") {
-      const key = await createKey(store, name!, opts.scope!);
+    if (cmd.command === "create") {
+      const key = await createKey(store, cmd.name, cmd.scope);
       console.error(
-        `made key "${name}" (scope ${opts.scope}) on ${store.location}; it is shown once, below, and only its hash is stored:`,
+        `made key "${cmd.name}" (scope ${cmd.scope}) on ${store.location}; it is shown once, below, and only its hash is stored:`,
       );
       console.log(key);
-    } else if (command === "revoke") {
-      await revokeKey(store, name!);
-      console.error(`revoked key "${name}" on ${store.location}: every replica refuses it within a second`);
+    } else if (cmd.command === "revoke") {
+      await revokeKey(store, cmd.name);
+      console.error(
+        `revoked key "${cmd.name}" on ${store.location}: every replica refuses it within a second`,
+      );
     } else {
-      const rows = await store.apiKeys();
-      if (opts.json) {
-        const shown = rows.map((r) => ({
-          name: r.name,
-          scope: r.scope,
-          created_at: r.created_at,
-          revoked_at: r.revoked_at,
-        }));
-        console.log(JSON.stringify(shown, null, 2));
-      } else {
-        const table = [
-          ["NAME", "SCOPE", "CREATED", "REVOKED"],
-          ...rows.map((r) => [r.name, r.scope, r.created_at, r.revoked_at ?? "-"]),
-        ];
-        const widths = table[0]!.map((_, i) => Math.max(...table.map((row) => row[i]!.length)));
-        for (const row of table)
+      const rows = (await store.apiKeys()).map((r) => ({
+        name: r.name,
+        scope: r.scope,
+        created_at: r.created_at,
+        revoked_at: r.revoked_at,
+      }));
+      if (opts.json) console.log(JSON.stringify(rows, null, 2));
+      else {
+        const header = ["NAME", "SCOPE", "CREATED", "REVOKED"];
+        const cells = rows.map((r) => [r.name, r.scope, r.created_at, r.revoked_at ?? "-"]);
+        const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]?.length ?? 0)));
+        for (const row of [header, ...cells]) {
           console.log(
             row
-              .map((cell, i) => cell.padEnd(widths[i]!))
+              .map((cell, i) => cell.padEnd(widths[i] ?? 0))
               .join("  ")
               .trimEnd(),
           );
+        }
       }
     }
   } finally {
