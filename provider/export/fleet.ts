@@ -4,11 +4,11 @@
  * `pulumi import --file` takes, in the names `deployEdgeConfig` gives the resources. Pure.
  */
 import YAML from "yaml";
-import { type HttpsEdge, ROUTE_SECRET_PATHS, type Route, type TlsEdge } from "../../sdk/contract";
+import { type HttpsEdge, mapPaths, type Route, type TlsEdge } from "../../sdk/contract";
 import { SecretRef, secretTag } from "../declarative/load";
-import { toCamel } from "../model/case";
 import { isProps, type Props } from "../model/check";
 import { edgeInputsOf } from "../model/edge";
+import { ROUTE_SECRET_LEAVES } from "../model/leaves";
 import { routeConfigOfResponse, routeInputsOf } from "../model/route";
 import { tlsIpRestrictionOutputsOf } from "../model/tls-ip-restriction";
 import { writtenInputs } from "../model/written";
@@ -68,29 +68,6 @@ export interface Exported {
 }
 
 const TYPE = (name: string) => `edge:index:${name}`;
-
-/** The secret leaves of a route's inputs, as camelCase paths ("*": every OAuth slot). */
-const SECRET_PATHS = ROUTE_SECRET_PATHS.map((path) => path.map(toCamel));
-
-/**
- * `value` with every non-empty string leaf at `path` replaced by what `replace` makes of it
- * (copied along the path, never changed in place); `at` is the path walked so far.
- */
-function replaceLeaves(
-  value: unknown,
-  path: readonly string[],
-  at: string[],
-  replace: (at: string[], leaf: string) => unknown,
-): unknown {
-  if (path.length === 0) return typeof value === "string" && value !== "" ? replace(at, value) : value;
-  if (!isProps(value)) return value;
-  const [head, ...rest] = path;
-  const out: Props = { ...value };
-  for (const key of head === "*" ? Object.keys(out) : [head!]) {
-    if (out[key] !== undefined) out[key] = replaceLeaves(out[key], rest, [...at, key], replace);
-  }
-  return out;
-}
 
 /** The fleet in edges.yaml's form and the import file's; secrets referenced, their values set apart. */
 export function exportFleet(fleet: Fleet, opts: { version: string; header?: string[] }): Exported {
@@ -170,7 +147,8 @@ function routeEntry(route: Route, secret: (path: string[], value: string) => Sec
     "httpsEdgeRoute",
     routeInputsOf(routeConfigOfResponse(route)),
   );
-  let out: unknown = written;
-  for (const path of SECRET_PATHS) out = replaceLeaves(out, path, [], secret);
+  const out = mapPaths(written, ROUTE_SECRET_LEAVES, (leaf, at) =>
+    typeof leaf === "string" && leaf !== "" ? secret([...at], leaf) : leaf,
+  );
   return isProps(out) ? out : {};
 }

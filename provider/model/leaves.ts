@@ -5,21 +5,21 @@
  * field. Each face marks them its own way (the engine's secret wrapper, `pulumi.secret`); the
  * paths and how to walk them are stated here once.
  */
-import { ROUTE_SECRET_PATHS } from "../../sdk/contract";
+import { mapPaths, ROUTE_SECRET_PATHS, type ValuePath } from "../../sdk/contract";
 import { toCamel } from "./case";
 import { isProps, type Props } from "./check";
 
 /** A property path; "*" stands for every key of an object at that step. */
-export type LeafPath = readonly string[];
+export type LeafPath = ValuePath;
 
 /** An HttpsEdgeRoute's: `webhookVerification.secret`, `oauth.provider.*.clientSecret`, `oidc.clientSecret`. */
 export const ROUTE_SECRET_LEAVES: readonly LeafPath[] = ROUTE_SECRET_PATHS.map((path) => path.map(toCamel));
 
 /**
- * `value` with `f` applied to what each of `leaves` reaches: copied along the paths, never changed
- * in place; absent and null values stay as they are. Where a path meets a value it cannot walk
- * into before its end (an unknown, a wrapped secret, an Output: `walkable` says which it can),
- * `f` gets that whole value: the strongest safe answer.
+ * `value` with `f` applied to what each of `leaves` reaches (the contract's `mapPaths`), copied
+ * along the paths; where a path meets a value it cannot walk into before its end (an unknown, a
+ * wrapped secret, an Output: `walkable` says which it can), `f` gets that whole value: the
+ * strongest safe answer.
  */
 export function mapLeaves(
   value: Props,
@@ -27,19 +27,8 @@ export function mapLeaves(
   f: (v: unknown) => unknown,
   walkable: (v: unknown) => v is Props = isProps,
 ): Props {
-  /** `v` with the path mapped below it (copied: never changed in place). */
-  const below = (v: Props, [head, ...rest]: LeafPath): Props => {
-    const out: Props = { ...v };
-    for (const k of head === "*" ? Object.keys(out) : [head!]) {
-      if (Object.hasOwn(out, k)) out[k] = at(out[k], rest);
-    }
-    return out;
-  };
-  const at = (v: unknown, path: LeafPath): unknown => {
-    if (v === undefined || v === null) return v;
-    return path.length === 0 || !walkable(v) ? f(v) : below(v, path);
-  };
-  return leaves.reduce((props, leaf) => (leaf.length === 0 ? props : below(props, leaf)), value);
+  const mapped = mapPaths(value, leaves, (v) => f(v), { walkable, whole: true });
+  return isProps(mapped) ? mapped : value;
 }
 
 /** How `path` (property names and list indexes) stands to a secret leaf: at or inside one, above one, or apart. */

@@ -484,6 +484,40 @@ export const ROUTE_SECRET_PATHS = [
   ["oidc", "client_secret"],
 ] as const satisfies ReadonlyArray<readonly [RouteModuleName, ...string[]]>;
 
+/** A path into a JSON value: object keys, "*" for every key of the object at that step. */
+export type ValuePath = readonly string[];
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * `value` with `f` applied to what each of `paths` reaches (`at`: the keys walked), copied along
+ * the paths, never changed in place; an absent or null value stays as it is. Where a path meets a
+ * value it cannot walk into before its end (`walkable`: a plain object by default), that value
+ * stays as it is, or, with `whole`, `f` gets it whole (the strongest answer for a secret). The one
+ * walk of ROUTE_SECRET_PATHS: the service seals along it, the provider marks secrets along it.
+ */
+export function mapPaths(
+  value: unknown,
+  paths: readonly ValuePath[],
+  f: (leaf: unknown, at: readonly string[]) => unknown,
+  opts: { walkable?: (v: unknown) => v is Record<string, unknown>; whole?: boolean } = {},
+): unknown {
+  const walkable = opts.walkable ?? isObject;
+  const walk = (v: unknown, path: ValuePath, at: readonly string[]): unknown => {
+    if (v === undefined || v === null) return v;
+    const [head, ...rest] = path;
+    if (head === undefined) return f(v, at);
+    if (!walkable(v)) return opts.whole ? f(v, at) : v;
+    const out: Record<string, unknown> = { ...v };
+    for (const k of head === "*" ? Object.keys(out) : [head]) {
+      if (Object.hasOwn(out, k)) out[k] = walk(out[k], rest, [...at, k]);
+    }
+    return out;
+  };
+  return paths.reduce((acc, path) => (path.length === 0 ? acc : walk(acc, path, [])), value);
+}
+
 /** Modules that authenticate end users; a route carries at most one of them. */
 export const AUTH_MODULES = ["oauth", "oidc", "saml"] as const satisfies readonly RouteModuleName[];
 export type AuthModuleName = (typeof AUTH_MODULES)[number];

@@ -11,6 +11,7 @@
  */
 import {
   MATCH_TYPES,
+  mapPaths,
   ROUTE_SECRET_PATHS,
   SCOPES,
   type ModuleRequest,
@@ -106,34 +107,13 @@ export function routeRow(raw: Raw, secrets: Secrets): RouteRow {
 const SEALED_KEY = "sealed";
 const SEALED_MARK = `{"${SEALED_KEY}":"sealed:`;
 
-/** `value` with `f` applied at the end of `path` (copied along it, never changed in place). */
-function mapPath(
-  value: unknown,
-  path: readonly string[],
-  where: string,
-  f: (leaf: unknown, where: string) => unknown,
-): unknown {
-  if (path.length === 0) return f(value, where);
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return value;
-  const out: Record<string, unknown> = { ...value };
-  const [head, ...rest] = path;
-  for (const k of head === "*" ? Object.keys(out) : [head!]) {
-    if (out[k] !== undefined && out[k] !== null) out[k] = mapPath(out[k], rest, `${where}.${k}`, f);
-  }
-  return out;
-}
-
 /** Every secret field of a route's modules mapped by `f` (`where` names it in errors). */
-function mapSecrets(
+const mapSecrets = (
   modules: unknown,
   routeId: string,
   f: (leaf: unknown, where: string) => unknown,
-): unknown {
-  return ROUTE_SECRET_PATHS.reduce<unknown>(
-    (value, path) => mapPath(value, path, `route ${routeId}: modules`, f),
-    modules,
-  );
-}
+): unknown =>
+  mapPaths(modules, ROUTE_SECRET_PATHS, (leaf, at) => f(leaf, `route ${routeId}: modules.${at.join(".")}`));
 
 /** The plaintext of a stored secret field: a string as it is, a sealed one opened. */
 function openField(secrets: Secrets, leaf: unknown, where: string): unknown {
