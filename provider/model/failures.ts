@@ -49,8 +49,22 @@ function shown(news: unknown, path: (string | number)[], seen: SecretsSeen): str
   if (seen.isSecret(v)) return HIDDEN;
   if (v === undefined) return undefined;
   const value = isProps(v) ? mapLeaves(v, relation.below, () => HIDDEN) : v;
-  const text = JSON.stringify(value, (_k, x: unknown) => (seen.isSecret(x) ? HIDDEN : x)) ?? typeof v;
+  const text = printed(value, seen) ?? typeof v;
   return text.length > MAX_VALUE ? `${text.slice(0, MAX_VALUE)}…` : text;
+}
+
+/**
+ * A value as JSON for a message, secrets hidden; undefined for what JSON cannot say (a cycle). A
+ * program may hand a dynamic resource any JavaScript value: a BigInt reads as its digits.
+ */
+function printed(value: unknown, seen: SecretsSeen): string | undefined {
+  try {
+    return JSON.stringify(value, (_k, x: unknown) =>
+      seen.isSecret(x) ? HIDDEN : typeof x === "bigint" ? `${x}n` : x,
+    );
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -62,9 +76,17 @@ function exposes(news: unknown, top: string, seen: SecretsSeen): boolean {
   let exposed = false;
   const walkable = (v: unknown): v is Props => isProps(v) && !seen.isSecret(v);
   const leaves = seen.leaves.filter(([head]) => head === top);
-  mapLeaves(news, leaves, (v) => (exposed ||= !seen.isSecret(v) && v !== ""), walkable);
+  mapLeaves(news, leaves, (v) => (exposed ||= !seen.isSecret(v) && holdsText(v)), walkable);
   return exposed;
 }
+
+/** Whether a value would print some text: a credential is a string (a module given as `false` holds none). */
+const holdsText = (v: unknown): boolean =>
+  typeof v === "string"
+    ? v !== ""
+    : Array.isArray(v)
+      ? v.some(holdsText)
+      : isProps(v) && Object.values(v).some(holdsText);
 
 /**
  * The failures as the engine should report them against `news` (the inputs as the engine sent

@@ -157,15 +157,19 @@ test("invalid input fails at preview, naming the property path, before any API c
       requestHeaders: { add: { "X-A": "1", "x-a": "2" } },
     }),
   );
+  // The engine prints a top-level input's value only: the failure names the module, then the
+  // nested field and the value given (never `{<nil>}`).
   const failure = stack.preview(quiet);
-  await expect(failure).rejects.toThrow(/property circuitBreaker\.numBuckets .*must be between 1 and 128/);
+  await expect(failure).rejects.toThrow(
+    /property circuitBreaker value \{.*\} has a problem: numBuckets is 500: must be between 1 and 128/,
+  );
   await expect(stack.preview(quiet)).rejects.toThrow(
-    /property requestHeaders\.add\["x-a"\] .*duplicates header/,
+    /property requestHeaders value \{.*\} has a problem: add\["x-a"\] is "2": duplicates header/,
   );
   expect(server.mutations()).toEqual([]);
   await setSpec(stack, spec({ ...current, backend: { backend_id: "bkd_1" } }));
   await expect(stack.preview(quiet)).rejects.toThrow(
-    /property backend\.backend_id .*use camelCase property names \(backendId\)/,
+    /property backend value \{.*\} has a problem: backend_id .*use camelCase property names \(backendId\)/,
   );
 });
 

@@ -12,10 +12,14 @@ import {
   type RouteModuleName,
   routeCreateSchema,
   tlsIpRestrictionMutateSchema,
+  mapPaths,
 } from "../../sdk/contract";
 import { fromWire, toCamel, toWire } from "../../provider/model/case";
 import { MODULE_PROPERTY, routeCreateRequest } from "../../provider/model/route";
 import { containsUnknown, UNKNOWN } from "../../provider/model/unknown";
+import { isSecret } from "../../provider/engine/secrets";
+import { SECRET_LEAVES } from "../../provider/model";
+import { isProps } from "../../provider/model/check";
 import { providers } from "../../provider/runtime";
 import { EDGE_ID, ROUTE_ID, storedOutputs } from "../provider/support";
 import { routeConfigOf } from "../../provider/model/route";
@@ -39,13 +43,23 @@ afterAll(() => tally.write("provider-check"));
 type Kind = keyof typeof providers;
 const KINDS = Object.keys(providers) as Kind[];
 
-/** Calls check and asserts the shape of its answer; returns it. */
+/**
+ * Calls check and asserts the shape of its answer; returns it, its inputs without the secret
+ * wrappers the provider puts on credential leaves: the engine strips them before it hands inputs
+ * to a provider that does not accept secrets (the dynamic host), so later calls never see them.
+ */
 async function checked(kind: Kind, olds: unknown, news: unknown) {
   let result: any;
   try {
     result = await providers[kind].check!(olds as any, news as any);
   } catch (e) {
     throw new Error(`${kind}.check threw ${(e as Error)?.stack ?? e} for ${safe(news)}`);
+  }
+  if (result && typeof result === "object" && isProps(result.inputs)) {
+    // Only the credential leaves are wrapped (walked along their paths: an input nested 30,000
+    // deep is not walked whole).
+    const unwrap = (v: unknown) => (isSecret(v) ? v.value : v);
+    result = { ...result, inputs: mapPaths(result.inputs, SECRET_LEAVES[kind], unwrap, { whole: true }) };
   }
   const where = `${kind}.check(${safe(news)}) → ${safe(result)}`;
   if (!result || typeof result !== "object") throw new Error(`no answer: ${where}`);
@@ -55,15 +69,25 @@ async function checked(kind: Kind, olds: unknown, news: unknown) {
   for (const f of result.failures) {
     if (
       typeof f?.property !== "string" ||
-      f.property === "" ||
       typeof f?.reason !== "string" ||
-      f.reason === ""
+      f.reason === "" ||
+      failureProperty(f) === undefined
     ) {
       throw new Error(`a failure without a property or a reason: ${where}`);
     }
   }
   tally.add(kind, result.failures.length === 0 ? "accepted" : "failures");
   return result as { inputs: Record<string, unknown>; failures: Array<{ property: string; reason: string }> };
+}
+
+/**
+ * The property a failure is about. Where the engine would print a credential with a property's
+ * value, the provider names no property and the reason starts with the path instead
+ * (`webhookVerification.secret is [secret]: ...`, `oauth: expected object`).
+ */
+function failureProperty(f: { property: string; reason: string }): string | undefined {
+  if (f.property !== "") return f.property;
+  return /^([A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w*|\[[^\]]*\])*))(?: is |: )/.exec(f.reason)?.[1];
 }
 
 function safe(v: unknown): string {
@@ -183,7 +207,8 @@ test("valid inputs with one mutation: no throw; failures name the mutated proper
               const top = String(path[0]);
               // Every failure is about the mutated property (or about the route's one-auth-module rule it broke).
               // camelCase complaints name the path as written, joined with dots.
-              for (const { property } of result.failures) {
+              for (const failure of result.failures) {
+                const property = failureProperty(failure) ?? "";
                 const r = topSegment(property);
                 const about =
                   r === top ||
@@ -341,7 +366,8 @@ test("an unset numBuckets is absent from canonical inputs; a 0 kept from 0.1's o
   };
   for (const olds of [{}, bucketsSet]) {
     expect((await checked("httpsEdgeRoute", olds, zero)).failures).toEqual([
-      { property: "circuitBreaker.numBuckets", reason: "must be between 1 and 128" },
+      // As the engine prints it: the module, then the nested field and its value.
+      { property: "circuitBreaker", reason: "numBuckets is 0: must be between 1 and 128" },
     ]);
   }
 });
