@@ -40,8 +40,12 @@ parentPort.on("message", () => {
 });
 `;
 
-/** How long `stop` waits for the worker to close its connection before terminating it. */
-const STOP_WAIT_MS = 5000;
+/**
+ * How long `stop` waits for the worker to close its connection before terminating it (which may
+ * abort the process, see `stop`): a checkpoint on a loaded machine can take seconds, and
+ * orchestrators give a stopping process 30 s by default.
+ */
+const STOP_WAIT_MS = 20_000;
 
 export class Checkpointer {
   private readonly worker: Worker;

@@ -188,7 +188,9 @@ describe("edge-service CLI", () => {
   it("SIGTERM under a stream of writes exits 0 every time (the checkpoint worker is waited for)", async () => {
     // Exiting while the checkpoint worker was inside a libsql call aborted the process (neon
     // panics on the termination: SIGABRT, core dumped) in about 1 stop in 20 under load.
-    const STOPS = 20;
+    // 10 stops: about 10 s on a quiet machine; a CI run that builds Python and Go SDKs meanwhile
+    // made 20 take over 3 minutes. checkpoints.test.ts holds the deterministic check.
+    const STOPS = 10;
     const exits: unknown[] = [];
     for (let i = 0; i < STOPS; i++) {
       const dataDir = makeTempDir("sigterm-load");
@@ -225,7 +227,7 @@ describe("edge-service CLI", () => {
       }
     }
     expect(exits).toEqual(Array.from({ length: STOPS }, () => ({ code: 0, signal: null })));
-  }, 180_000);
+  }, 300_000);
 
   it("--host 0.0.0.0 without a key exits non-zero with a clear message, and listens on nothing", async () => {
     const dataDir = makeTempDir("nokey");
