@@ -42,7 +42,12 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
     diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),
     async create(client, inputs, ctx) {
       const edge = await calls(client, kind).create(edgeConfigOf(inputs), ctx?.identity);
-      noteCreated(label, edge.id, edge, ctx);
+      noteCreated(label, edge.id, edge, ctx, {
+        importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
+        importId: edge.id,
+        dynamic:
+          "with the dynamic resources (which cannot adopt an edge) delete it if nothing uses it and run `pulumi up` again",
+      });
       return { id: edge.id, outs: edgeOutputsOf(edge) };
     },
     async read(client, id) {

@@ -14,7 +14,7 @@ import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
 import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
-import { heldByCreate, noteAdopted, noteCreated } from "./held";
+import { assertRecoverable, heldByCreate, noteAdopted, noteCreated, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 /**
@@ -40,6 +40,12 @@ async function findByMatch(client: EdgeClient, want: RouteConfig): Promise<Route
   return undefined;
 }
 
+const takeRoute = (edgeId: string, routeId: string): TakeOnPurpose => ({
+  importType: "edge:index:HttpsEdgeRoute",
+  importId: `${edgeId}/${routeId}`,
+  dynamic: "set `adopt: true` on the route (dynamic resources)",
+});
+
 export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
   check: (news, olds) => encodeChecked(checkRoute(news, olds), news, routeInputsOf),
   diff: (stored, news) => planRoute(decodeRoute(stored), routeConfigOf(news)),
@@ -54,7 +60,7 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
         identity: ctx?.identity,
         keyedOn: { match_type: desired.match_type, match: desired.match },
       });
-      noteCreated("route", route.id, route, ctx);
+      noteCreated("route", route.id, route, ctx, takeRoute(desired.edge_id, route.id));
     } catch (e) {
       const ours = isKeyReused(e);
       if (!ours && !isConflict(e)) throw e;
@@ -69,6 +75,7 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
       // Ours (an earlier run made it for this resource, with other inputs), or adopted: brought to
       // the desired configuration in place, no recreate.
       if (ours) {
+        assertRecoverable("route", existing.id, existing.created_at, takeRoute(desired.edge_id, existing.id));
         noteAdopted("route", existing.id, ctx, "made for this resource by an earlier run with other inputs");
       } else noteAdopted("route", existing.id, ctx);
       const plan = planRoute(routeConfigOfResponse(existing), desired);

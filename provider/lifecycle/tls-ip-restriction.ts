@@ -46,7 +46,11 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
         identity: ctx?.identity ?? `unnamed ${inputs.edgeId}`,
         keyedOn: {},
       });
-      noteCreated(LABEL, inputs.edgeId, module, ctx);
+      noteCreated(LABEL, inputs.edgeId, module, ctx, {
+        importType: "edge:index:TlsEdgeIpRestriction",
+        importId: inputs.edgeId,
+        dynamic: "set `adopt: true` on the resource (dynamic resources)",
+      });
     } catch (e) {
       if (isKeyReused(e)) {
         // Made for this resource by an earlier run, with other inputs: replaced by these.
