@@ -2,7 +2,8 @@
  * What the identity of creates means beyond a lost answer (see provider/identity), through the
  * real engine, both faces, against one service:
  * - two stacks with the same project, stack and resource names (two backends, two checkouts)
- *   never share an object;
+ *   never share an object, even when they share one settings file (its salt) or have no salt;
+ * - an object older than the recovery window is never taken back silently;
  * - destroy then up makes new objects;
  * - a forced replace (`pulumi up --replace`) whose create request is unchanged keeps the object
  *   (and says so); a replace the program asks for makes a new one;
@@ -10,9 +11,10 @@
  *   found again and brought to the new inputs; an edge cannot be updated, so a changed edge is
  *   made anew and the failed run's edge is left on the service (what the docs say).
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "libsql";
 import type { Workspace } from "../support/workspace";
 import { type RecordingServer, recordingServer } from "../engine/support/harness";
 import { packagedWorkspace } from "../packaged/support/plugin";
@@ -40,9 +42,11 @@ const SPEC = {
 };
 
 let server: RecordingServer;
+let serviceDir: string;
 beforeAll(async () => {
   ensureBuilt();
-  server = await recordingServer(mkdtempSync(join(tmpdir(), "edge-identity-")));
+  serviceDir = mkdtempSync(join(tmpdir(), "edge-identity-"));
+  server = await recordingServer(serviceDir);
 });
 afterAll(async () => {
   killChildren();
@@ -64,6 +68,8 @@ interface Stack {
   run(args: string[]): Promise<{ code: number | null; output: string }>;
   setSpec(spec: unknown): Promise<void>;
   ids(): Promise<string[]>;
+  /** Sets the creation time of a route on the service to `hours` ago. */
+  ageOnService(routeId: string, hours: number): Promise<void>;
 }
 
 async function stack(face: Face, label: string, opts: { proxy?: FaultProxy } = {}): Promise<Stack> {
@@ -87,6 +93,16 @@ async function stack(face: Face, label: string, opts: { proxy?: FaultProxy } = {
     async ids() {
       const { resources } = await stateOf({ name: "test", workspace: { workDir: ws.dir } }, ws.stateDir);
       return resources.map((r) => r.id.split("/").pop()!).sort();
+    },
+    async ageOnService(routeId, hours) {
+      // Straight into the service's database: no API changes a creation time.
+      const db = new Database(join(serviceDir, "edge.db"));
+      try {
+        const at = new Date(Date.now() - hours * 3_600_000).toISOString();
+        expect(db.prepare("UPDATE routes SET created_at = ? WHERE id = ?").run(at, routeId).changes).toBe(1);
+      } finally {
+        db.close();
+      }
     },
   };
 }
@@ -125,6 +141,82 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     expect(await onService()).toEqual([...a, ...b].sort());
     // Their creates carried different keys: the stacks' settings hold different secret salts.
     await destroyed(one, two);
+  });
+
+  test.each(["the committed settings file", "--config-file"])(
+    "a stack of the same name on a second backend, sharing %s, takes none of the first's objects",
+    async (how) => {
+      const viaFile = how === "--config-file";
+      const one = await stack(face, `${face}-backend-${viaFile ? "cfg" : "settings"}`);
+      const dir = one.ws.dir;
+      const settings = join(dir, "Pulumi.test.yaml");
+      const configFile = join(dir, "edge-stack.yaml");
+      const withConfig = viaFile ? ["--config-file", configFile] : [];
+      // With --config-file the settings live elsewhere: the provider finds no salt at all.
+      if (viaFile) renameSync(settings, configFile);
+      const saltOf = (file: string) => /encryptionsalt: (\S+)/.exec(readFileSync(file, "utf8"))?.[1];
+      const salt = saltOf(viaFile ? configFile : settings);
+      expect(salt).toBeDefined();
+      ok(await one.run(["up", "--yes", "--skip-preview", ...withConfig]));
+      const a = await one.ids();
+      expect(a).toHaveLength(4);
+
+      // Stack B: the same checkout, project, stack name and settings, on another backend (a
+      // second CI backend, a local one beside the team's). `stack init` keeps the file's salt.
+      const otherState = mkdtempSync(join(tmpdir(), "edge-identity-b-"));
+      cleanups.push(() => rmSync(otherState, { recursive: true, force: true }));
+      const runB = (args: string[]) => runPulumi(args, { cwd: dir, stateDir: otherState });
+      ok(await runB(["stack", "init", "--secrets-provider", "passphrase"]));
+      if (viaFile)
+        rmSync(settings, { force: true }); // init wrote one; B uses the same --config-file
+      else expect(saltOf(settings)).toBe(salt);
+      const upB = await runB(["up", "--yes", "--skip-preview", ...withConfig]);
+      ok(upB);
+      expect(upB.output).not.toMatch(/earlier create|took over/);
+      const b = (await stateOf({ name: "test", workspace: { workDir: dir } }, otherState)).resources.map(
+        (r) => r.id.split("/").pop()!,
+      );
+      expect(b).toHaveLength(4);
+      expect(a.filter((id) => b.includes(id))).toEqual([]);
+      expect(await onService()).toEqual([...a, ...b].sort());
+
+      // B's destroy deletes B's objects only; A still sees no drift.
+      ok(await runB(["destroy", "--yes", "--skip-preview", ...withConfig]));
+      expect(await onService()).toEqual([...a].sort());
+      ok(await one.run(["preview", "--refresh", "--expect-no-changes", ...withConfig]));
+      // With its config file: the packaged provider configures from the current configuration.
+      ok(await one.run(["destroy", "--yes", "--skip-preview", ...withConfig]));
+      expect(await onService()).toEqual([]);
+    },
+  );
+
+  test("an object made longer ago than the recovery window is not taken back: the create fails, naming it", async () => {
+    const s = await stack(face, `${face}-window`);
+    ok(await s.run(["up", "--yes", "--skip-preview"]));
+    const before = await onService();
+    const { resources } = await stateOf({ name: "test", workspace: { workDir: s.ws.dir } }, s.ws.stateDir);
+    const route = resources.find((r) => r.kind === "route")!;
+    const [edgeId, routeId] = [route.outputs.edgeId as string, route.id.split("/").pop()!];
+    // The state forgets the route, as a run killed after its create would; the route is 2 days old.
+    ok(await s.run(["state", "delete", route.urn, "--yes"]));
+    await s.ageOnService(routeId, 48);
+    const refused = await s.run(["up", "--yes", "--skip-preview"]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toMatch(
+      new RegExp(
+        `route ${routeId} was made 2 days ago .*recovery window.*pulumi import edge:index:HttpsEdgeRoute <name> ${edgeId}/${routeId}`,
+      ),
+    );
+    expect(await onService()).toEqual(before); // nothing taken, nothing made, nothing deleted
+    // Within the window (a lost answer, a killed run) the same route is taken back, as before.
+    await s.ageOnService(routeId, 0);
+    const recovered = await s.run(["up", "--yes", "--skip-preview"]);
+    ok(recovered);
+    expect(recovered.output).toMatch(
+      new RegExp(`route ${routeId} was made for this resource by an earlier create`),
+    );
+    expect(await s.ids()).toEqual(before);
+    await destroyed(s);
   });
 
   test("destroy then up makes new objects; the forced replace of an unchanged resource keeps it", async () => {
