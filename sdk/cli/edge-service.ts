@@ -345,6 +345,9 @@ async function main(argv: string[]): Promise<number> {
   }
   const shutdownGraceMs =
     values["shutdown-grace"] === undefined ? DEFAULT_SHUTDOWN_GRACE_MS : graceMs(values["shutdown-grace"]);
+  // The log is best-effort: a reader of stdout or stderr that went away (EPIPE) must not end the
+  // service (an 'error' event with no listener throws).
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
   // Text lines get the time in front; a JSON line carries its own.
   const sink =
     logFormat === "json"
