@@ -17,7 +17,7 @@ import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createKey, KeyUsageError, revokeKey } from "../service/api-keys";
+import { createKey, KeyUsageError, keysRequired, revokeKey } from "../service/api-keys";
 import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import {
@@ -366,12 +366,8 @@ async function main(argv: string[]): Promise<number> {
     logFormat,
     shutdownGraceMs,
   });
-  const namedKeys = (await server.store.apiKeys()).filter((k) => k.revoked_at === null).length;
-  const auth = [apiKey ? "bootstrap key" : "", namedKeys > 0 ? `${namedKeys} named keys` : ""].filter(
-    Boolean,
-  );
   console.log(
-    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${auth.length > 0 ? auth.join(" + ") : "none, loopback only"})`,
+    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, apiKey !== undefined)})`,
   );
   const log = serviceLog(sink, logFormat);
   const report = await stopOnSignals(server, shutdownGraceMs, log);
@@ -400,6 +396,18 @@ function graceMs(text: string): number {
 }
 
 const seconds = (ms: number): string => `${ms / 1000} s`;
+
+/** What the banner says of auth: what the server really requires (see keysRequired). */
+async function authSummary(server: RunningServer, bootstrap: boolean): Promise<string> {
+  const rows = await server.store.apiKeys();
+  if (!keysRequired(rows, bootstrap)) return "none, loopback only";
+  const inForce = rows.filter((k) => k.revoked_at === null).length;
+  if (!bootstrap && inForce === 0) {
+    return `named keys (0 in force, ${rows.length} revoked: every request is refused; make one with edge-service keys create NAME --scope admin)`;
+  }
+  const named = inForce > 0 ? `${inForce} named keys` : rows.length > 0 ? "named keys: 0 in force" : "";
+  return [bootstrap ? "bootstrap key" : "", named].filter(Boolean).join(" + ");
+}
 
 /**
  * Resolves when a SIGTERM or SIGINT has stopped the server (see RunningServer.close). A second
