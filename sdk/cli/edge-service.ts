@@ -4,7 +4,7 @@
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
- *                    [--log-format text|json]
+ *                    [--log-format text|json] [--shutdown-grace 10s]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
@@ -14,12 +14,18 @@
  * edge-service --help | --version
  */
 import { existsSync } from "node:fs";
+import { constants } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { createKey, KeyUsageError, revokeKey } from "../service/api-keys";
-import { LOG_FORMATS, type LogFormat, serviceLog } from "../service/log";
+import { createKey, KeyUsageError, keysRequired, revokeKey } from "../service/api-keys";
+import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
-import { startServer } from "../service/server";
+import {
+  type RunningServer,
+  type StopReport,
+  DEFAULT_SHUTDOWN_GRACE_MS,
+  startServer,
+} from "../service/server";
 import { DATA_TABLES } from "../service/store";
 import { openStore } from "../service/store-open";
 import { embeddedTransport, httpTransport } from "../transport";
@@ -29,12 +35,15 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
-                          [--log-format text|json]
+                          [--log-format text|json] [--shutdown-grace 10s]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
           32 bytes, seals secrets at rest: without one they are stored unsealed; --log-format
           json: one JSON object per request on stderr, for log pipelines. GET /healthz and
-          /readyz answer without a key; GET /metrics, Prometheus' format, with the key)
+          /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
+          SIGTERM/SIGINT: stop accepting, answer with "Connection: close", let in-flight
+          requests finish for --shutdown-grace (10s, 1.5s, 500ms), then cut the connections
+          still open, close the store and exit 0; a second signal cuts them at once)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -256,6 +265,7 @@ async function main(argv: string[]): Promise<number> {
       database: { type: "string" },
       "pool-size": { type: "string" },
       "log-format": { type: "string", default: "text" },
+      "shutdown-grace": { type: "string" },
       from: { type: "string" },
       to: { type: "string" },
       "secrets-key-file": { type: "string" },
@@ -333,6 +343,11 @@ async function main(argv: string[]): Promise<number> {
   if (logFormat === undefined) {
     throw new Error(`--log-format must be ${LOG_FORMATS.join(" or ")}, got ${values["log-format"]}`);
   }
+  const shutdownGraceMs =
+    values["shutdown-grace"] === undefined ? DEFAULT_SHUTDOWN_GRACE_MS : graceMs(values["shutdown-grace"]);
+  // The log is best-effort: a reader of stdout or stderr that went away (EPIPE) must not end the
+  // service (an 'error' event with no listener throws).
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
   // Text lines get the time in front; a JSON line carries its own.
   const sink =
     logFormat === "json"
@@ -349,25 +364,78 @@ async function main(argv: string[]): Promise<number> {
     rateLimitPerMinute,
     log: sink,
     logFormat,
+    shutdownGraceMs,
   });
-  const namedKeys = (await server.store.apiKeys()).filter((k) => k.revoked_at === null).length;
-  const auth = [apiKey ? "bootstrap key" : "", namedKeys > 0 ? `${namedKeys} named keys` : ""].filter(
-    Boolean,
-  );
   console.log(
-    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${auth.length > 0 ? auth.join(" + ") : "none, loopback only"})`,
+    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, apiKey !== undefined)})`,
   );
-
-  await new Promise<void>((resolve) => {
-    const log = serviceLog(sink, logFormat);
-    const stop = (signal: string) => {
-      log.event("info", `${signal} received: finishing in-flight requests`);
-      void server.close().then(resolve);
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
+  const log = serviceLog(sink, logFormat);
+  const report = await stopOnSignals(server, shutdownGraceMs, log);
+  const why = {
+    finished: "every request finished in time",
+    grace: `the ${seconds(shutdownGraceMs)} grace ran out`,
+    now: "a second signal",
+  }[report.ending];
+  const abandoned = report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
+  const cut = `${report.cut} connection${report.cut === 1 ? "" : "s"} cut`;
+  log.event("info", `stopped: ${cut} (${why})${abandoned}; the store is closed`, {
+    cut: String(report.cut),
+    ending: report.ending,
   });
   return 0;
+}
+
+/** `--shutdown-grace`: seconds, or a number with `s` or `ms`; 0 cuts at once. */
+function graceMs(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(text);
+  const ms = m ? Number(m[1]) * (m[2] === "ms" ? 1 : 1000) : NaN;
+  if (!(ms >= 0 && ms <= 3_600_000)) {
+    throw new Error(`--shutdown-grace must be a duration from 0 to 3600s (10s, 1.5s, 500ms), got ${text}`);
+  }
+  return Math.round(ms);
+}
+
+const seconds = (ms: number): string => `${ms / 1000} s`;
+
+/** What the banner says of auth: what the server really requires (see keysRequired). */
+async function authSummary(server: RunningServer, bootstrap: boolean): Promise<string> {
+  const rows = await server.store.apiKeys();
+  if (!keysRequired(rows, bootstrap)) return "none, loopback only";
+  const inForce = rows.filter((k) => k.revoked_at === null).length;
+  if (!bootstrap && inForce === 0) {
+    return `named keys (0 in force, ${rows.length} revoked: every request is refused; make one with edge-service keys create NAME --scope admin)`;
+  }
+  const named = inForce > 0 ? `${inForce} named keys` : rows.length > 0 ? "named keys: 0 in force" : "";
+  return [bootstrap ? "bootstrap key" : "", named].filter(Boolean).join(" + ");
+}
+
+/**
+ * Resolves when a SIGTERM or SIGINT has stopped the server (see RunningServer.close). A second
+ * signal cuts the connections at once, still closing the store; a third exits without closing it
+ * (a store that cannot close, a database gone).
+ */
+function stopOnSignals(server: RunningServer, shutdownGraceMs: number, log: ServiceLog): Promise<StopReport> {
+  return new Promise<StopReport>((resolve, reject) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals++;
+      if (signals === 1) {
+        log.event(
+          "info",
+          `${signal} received: stopping; in-flight requests have ${seconds(shutdownGraceMs)} to finish, then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
+        );
+        server.close().then(resolve, reject);
+      } else if (signals === 2) {
+        log.event("warn", `${signal} received again: cutting every connection now, then closing the store`);
+        void server.close({ now: true });
+      } else {
+        log.event("error", `${signal} received a third time: exiting without closing the store`);
+        process.exit(128 + constants.signals[signal]);
+      }
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+  });
 }
 
 main(process.argv.slice(2)).then(

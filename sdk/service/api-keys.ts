@@ -81,7 +81,7 @@ export class KeyRing {
       if (this.bootstrapHash !== undefined) {
         byHash.set(this.bootstrapHash, { name: BOOTSTRAP_KEY_NAME, scope: "admin" });
       }
-      const snapshot = { readAt, byHash, enforced: byHash.size > 0 };
+      const snapshot = { readAt, byHash, enforced: keysRequired(rows, this.bootstrapHash !== undefined) };
       if (!this.snapshot || this.snapshot.readAt < readAt) this.snapshot = snapshot;
       return snapshot;
     });
@@ -94,6 +94,14 @@ export class KeyRing {
     reading.then(done, done);
     return reading;
   }
+}
+
+/**
+ * Whether requests must present a key: there is a bootstrap key, or a named key was ever made.
+ * Revoked keys count: revoking the last key must not open the service to anyone.
+ */
+export function keysRequired(rows: readonly ApiKeyRow[], bootstrap: boolean): boolean {
+  return bootstrap || rows.length > 0;
 }
 
 function checkIn(s: Snapshot, key: string | undefined): KeyCheck | undefined {

@@ -1,4 +1,6 @@
-/** The standalone server: the same app on a socket, with graceful shutdown. */
+/** The standalone server: the same app on a socket, with a graceful stop that always ends. */
+import { Server as HttpServer, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { serve } from "@hono/node-server";
 import { createEdgeApp } from "./app";
 import { type LogFormat, serviceLog } from "./log";
@@ -33,14 +35,43 @@ export interface ServerOptions {
   metrics?: boolean;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
+  /**
+   * How long `close()` lets in-flight requests finish before it cuts the connections still open
+   * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
+   */
+  shutdownGraceMs?: number;
+}
+
+/** The default of `shutdownGraceMs`: well within an orchestrator's usual 30-s grace. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * After the connections are cut, how long the handlers still running (their request aborted) get
+ * to end before the store is closed under them: they normally end within milliseconds.
+ */
+const HANDLER_DRAIN_MS = 5_000;
+
+/** How a stop went. */
+export interface StopReport {
+  /** Connections still open when the grace ran out (or when `close({ now: true })` came), closed by the server. */
+  cut: number;
+  /** `finished`: every request ended in time; `grace`: the grace ran out; `now`: cut on demand. */
+  ending: "finished" | "grace" | "now";
+  /** Request handlers still running when the store was closed (0 unless one hung HANDLER_DRAIN_MS). */
+  abandoned: number;
 }
 
 export interface RunningServer {
   url: string;
   port: number;
   store: Store;
-  /** Stops accepting connections, lets in-flight requests finish, closes the database. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections; answers every request from then on with `Connection: close`;
+   * lets in-flight requests finish for `shutdownGraceMs`, then cuts the connections still open
+   * (a client stalled mid-request included); then closes the store. `now` cuts them at once,
+   * also during a stop already begun (a second signal). Every call returns the same stop.
+   */
+  close(opts?: { now?: boolean }): Promise<StopReport>;
 }
 
 function isLoopback(host: string): boolean {
@@ -75,8 +106,27 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
   });
-  const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8080 }, () => resolve(s));
+  // Handlers still running: the store must not be closed under them. Counted only when the app
+  // answers later (a promise); an answer given at once keeps @hono/node-server's fast path.
+  let handlers = 0;
+  let handlersDone: (() => void) | undefined;
+  const handlerEnded = () => {
+    handlers--;
+    if (handlers === 0) handlersDone?.();
+  };
+  const fetch: typeof app.fetch = (request, env) => {
+    const answer = app.fetch(request, env);
+    if (answer instanceof Promise) {
+      handlers++;
+      answer.then(handlerEnded, handlerEnded);
+    }
+    return answer;
+  };
+  const server = await new Promise<HttpServer>((resolve, reject) => {
+    const s = serve({ fetch, hostname: host, port: opts.port ?? 8080 }, () => {
+      if (s instanceof HttpServer) resolve(s);
+      else reject(new Error("@hono/node-server gave no node:http server: the stop needs one"));
+    });
     s.once("error", reject);
   }).catch(async (e: unknown) => {
     await store.close();
@@ -87,20 +137,76 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     throw new Error(`the server listens on ${address}, not a TCP port`);
   const { port } = address;
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-  let closing: Promise<void> | undefined;
+
+  // Every socket, whatever the HTTP layer thinks of it: what is left at the deadline is cut.
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
+  // Responses not yet finished: those still to send their headers say `Connection: close` once
+  // the stop begins, so a keep-alive client cannot keep its connection served for ever.
+  const unfinished = new Set<ServerResponse>();
+  let stopping = false;
+  // Prepended: it runs before @hono/node-server's listener, which may answer synchronously.
+  server.prependListener("request", (_req, res: ServerResponse) => {
+    if (stopping) res.setHeader("Connection", "close");
+    unfinished.add(res);
+    res.once("close", () => unfinished.delete(res));
+    res.once("finish", () => {
+      // A response whose headers went out before the stop left its connection open: close it
+      // now that it is idle (closeIdleConnections skips a connection mid-request).
+      if (stopping) setImmediate(() => server.closeIdleConnections());
+    });
+  });
+
+  let cutNow: ((ending: "grace" | "now") => void) | undefined;
+  let stopped: Promise<StopReport> | undefined;
+  const stop = async (graceMs: number): Promise<StopReport> => {
+    stopping = true;
+    for (const res of unfinished) if (!res.headersSent) res.setHeader("Connection", "close");
+    let ending: StopReport["ending"] = "finished";
+    let cut = 0;
+    const allClosed = new Promise<void>((resolve) => {
+      // Stops listening and closes the idle connections (node >= 19); resolves when none is left.
+      server.close(() => resolve());
+      cutNow = (why) => {
+        cutNow = undefined;
+        ending = why;
+        cut = sockets.size;
+        // closeAllConnections: every connection of the HTTP layer, one stalled mid-headers or
+        // mid-body too (server.close() stopped the timers of headersTimeout/requestTimeout).
+        server.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
+      };
+    });
+    const timer = setTimeout(() => cutNow?.("grace"), graceMs);
+    await allClosed;
+    clearTimeout(timer);
+    cutNow = undefined;
+    // A cut request's handler sees its request aborted and ends; one stuck gets HANDLER_DRAIN_MS.
+    if (handlers > 0) {
+      await new Promise<void>((resolve) => {
+        const bound = setTimeout(resolve, HANDLER_DRAIN_MS);
+        handlersDone = () => {
+          clearTimeout(bound);
+          resolve();
+        };
+      });
+    }
+    const abandoned = handlers;
+    // The store's close waits for the checkpoint worker (see Checkpointer.stop).
+    await store.close();
+    return { cut, ending, abandoned };
+  };
   return {
     url: `http://${urlHost}:${port}`,
     port,
     store,
-    close() {
-      closing ??= new Promise<void>((resolve) => {
-        server.close(() => {
-          void Promise.resolve(store.close()).then(resolve, resolve);
-        });
-        // Idle keep-alive sockets would hold close() open; in-flight requests still finish.
-        if ("closeIdleConnections" in server) server.closeIdleConnections();
-      });
-      return closing;
+    close(closeOpts) {
+      stopped ??= stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+      if (closeOpts?.now) cutNow?.("now");
+      return stopped;
     },
   };
 }
