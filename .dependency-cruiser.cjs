@@ -24,9 +24,10 @@ module.exports = {
     {
       name: "no-circular",
       severity: "error",
-      comment: "A cycle means two layers each depend on the other: split or move the shared part down.",
+      comment:
+        "A cycle means two modules each depend on the other: split or move the shared part down. Type-only imports count too: a type cycle ties the modules as tightly for a reader.",
       from: { path: ours },
-      to: { circular: true, dependencyTypesNot: ["type-only", "type-import"] },
+      to: { circular: true },
     },
     {
       name: "contract-imports-nothing-of-ours",

@@ -9,7 +9,7 @@
  *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`;
  * - its DiffResult has no detailed diff: we put the plan's, property path by path, on the answer,
  *   so a preview shows exactly what will change and whether it replaces.
- * Both by wrapping the service implementation handed to grpc-js, nothing else.
+ * Each by wrapping the service implementation handed to grpc-js, nothing else.
  */
 import * as pulumiProvider from "@pulumi/pulumi/provider";
 import { connectEngineLog } from "../engine/log";

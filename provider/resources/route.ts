@@ -9,9 +9,6 @@ import { EdgeDynamicResource } from "./glue";
 /** Outputs of a route's modules: canonical (every default filled), absent when not configured. */
 type Out<P extends keyof RouteOutputs> = pulumi.Output<RouteOutputs[P]>;
 
-/** The SAML module as read back: its inputs plus what the service computes. */
-export type SamlOutput = NonNullable<RouteOutputs["saml"]>;
-
 const MODULES = Object.values(MODULE_PROPERTY);
 
 /** A plain object of the program's inputs: a leaf inside it can be marked alone (not in an Output or a Promise). */

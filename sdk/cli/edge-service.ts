@@ -60,9 +60,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
        edge-service keys list [--json]
        edge-service keys revoke NAME
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
-                          [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
          (named API keys, on the store itself: in force on every replica within a second, no
-          restart. read: the GETs (drift checks, metrics); write: every operation; admin: the
+          restart; no secrets key needed. read: the GETs (drift checks, metrics); write: every operation; admin: the
           same, and these commands. create prints the key once, on stdout; only its SHA-256 is
           stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
        edge-service --help | --version`;
@@ -168,10 +167,27 @@ function keysCommand(args: string[], scope: string | undefined): KeysCommand {
   throw new KeyUsageError(usage);
 }
 
-/** `keys create|list|revoke`: named API keys, on the store the service runs on. */
+/**
+ * The secrets of a store opened by `keys`: none are read or written (API keys are hashed, not
+ * sealed), so the store's secrets key is neither asked for nor checked; a secret reached anyway
+ * is a bug, refused rather than passed on unopened.
+ */
+class KeysOnlySecrets extends Secrets {
+  override checkStoredKeyId(): undefined {
+    return undefined;
+  }
+  override open(_stored: string, where: string): string {
+    throw new Error(`edge-service keys reads no secrets, yet reached ${where}: please report this`);
+  }
+  override seal(): string {
+    throw new Error("edge-service keys writes no secrets, yet was about to seal one: please report this");
+  }
+}
+
+/** `keys create|list|revoke`: named API keys, on the store the service runs on (no secrets key needed). */
 async function keys(
   args: string[],
-  opts: { scope?: string; json?: boolean; dataDir: string; databaseUrl?: string; secretsKeyFile?: string },
+  opts: { scope?: string; json?: boolean; dataDir: string; databaseUrl?: string },
 ): Promise<number> {
   const cmd = keysCommand(args, opts.scope);
   if (
@@ -186,7 +202,7 @@ async function keys(
   const store = await openStore({
     dataDir: opts.dataDir,
     databaseUrl: opts.databaseUrl,
-    secrets: new Secrets(secretsKeyFrom(opts.secretsKeyFile)),
+    secrets: new KeysOnlySecrets(),
   });
   try {
     if (cmd.command === "create") {
@@ -312,7 +328,6 @@ async function main(argv: string[]): Promise<number> {
       json: values.json,
       dataDir: values.data,
       databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
-      secretsKeyFile: values["secrets-key-file"],
     });
   }
   if (values.help || positionals[0] !== "serve" || positionals.length > 1) {

@@ -549,7 +549,3 @@ export type ModuleRequest<M extends RouteModuleName> = z.output<(typeof ROUTE_MO
 /** Request shape as a caller may write it (defaults optional). */
 export type ModuleRequestInput<M extends RouteModuleName> = z.input<(typeof ROUTE_MODULES)[M]["request"]>;
 export type ModuleResponse<M extends RouteModuleName> = z.output<(typeof ROUTE_MODULES)[M]["response"]>;
-
-export type ModuleRequests = { [M in RouteModuleName]: ModuleRequest<M> };
-export type ModuleRequestInputs = { [M in RouteModuleName]: ModuleRequestInput<M> };
-export type ModuleResponses = { [M in RouteModuleName]: ModuleResponse<M> };

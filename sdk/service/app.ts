@@ -142,11 +142,9 @@ const exceptPublic =
   };
 
 /**
- * Where a request's route leaves the counts of its operation, for `observe` to find once the
- * request is answered: a property of the request itself (a WeakMap keyed by the request would
- * do, at the price of a lookup and an ephemeron table for the garbage collector to walk).
+ * The counts of the operation a request matched, left by its route for `observe` to find once
+ * the request is answered (keyed weakly: an answered request takes its entry with it).
  */
-/** The counts of the operation a request matched, left by its route for `observe`. */
 const COUNTS = new WeakMap<Request, OperationCounts>();
 
 /**

@@ -10,28 +10,31 @@
  * sealed one; the private key column holds the sealed text itself (a PEM never starts so).
  */
 import {
+  isRouteModuleName,
   MATCH_TYPES,
   mapPaths,
+  ROUTE_MODULES,
   ROUTE_SECRET_PATHS,
   SCOPES,
-  type ModuleRequest,
-  type RouteModuleName,
-  type TlsIpRestrictionMutate,
+  tlsIpRestrictionMutateSchema,
 } from "../contract";
 import type { Secrets } from "./secrets";
-import type { ApiKeyRow, CreatedObject, CreatedTable, EdgeKind, EdgeRow, RouteRow } from "./store";
+import type {
+  ApiKeyRow,
+  CreatedObject,
+  CreatedTable,
+  EdgeKind,
+  EdgeRow,
+  RouteRow,
+  StoredIpPolicy,
+  StoredModules,
+} from "./store";
 
 /** A row as a database driver returns it: an object of columns, read only through `column`. */
 export type Raw = object;
 
 /** One column of a row, whatever the driver typed it as. */
 const column = (raw: Raw, name: string): unknown => Reflect.get(raw, name);
-
-/** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
-export type StoredModules = { [M in RouteModuleName]?: ModuleRequest<M> };
-
-/** The configuration a TLS edge's IP restriction module stores: its request shape, canonical. */
-export type StoredIpPolicy = Required<TlsIpRestrictionMutate>;
 
 class BrokenRow extends Error {
   constructor(column: string, want: string) {
@@ -129,12 +132,44 @@ function sealField(secrets: Secrets, leaf: unknown): unknown {
   return { [SEALED_KEY]: secrets.seal(leaf) };
 }
 
-/** A route's modules column read: its sealed fields opened. */
+/**
+ * A stored module configuration read through this version's contract: a row written before a
+ * defaulted field existed gets its default, so old rows answer the same total shape as new ones
+ * (issue 27). What the contract now refuses is reported, never answered half-parsed.
+ */
+function canonicalModule(name: string, config: unknown, where: string): unknown {
+  if (!isRouteModuleName(name)) throw new BrokenRow(where, "a route module this version knows");
+  const parsed = ROUTE_MODULES[name].request.safeParse(config);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const at = [where, ...(issue?.path ?? []).map(String)].join(".");
+  throw new StaleRow(at, issue?.message ?? "is refused by the contract");
+}
+
+/** A stored value this version's contract refuses (a rule tightened since it was written). */
+class StaleRow extends Error {
+  constructor(at: string, message: string) {
+    super(
+      `the database holds ${at} that ${message}: it was stored under an earlier rule; fix it with a PUT of that module (or restore the version that wrote it)`,
+    );
+  }
+}
+
+/** A route's modules column read: its sealed fields opened, each module in its canonical form. */
 function openModules(stored: string, secrets: Secrets, routeId: string): StoredModules {
   const parsed: unknown = JSON.parse(stored);
-  // Most rows hold nothing sealed: they are returned as parsed.
-  if (!stored.includes(SEALED_MARK)) return parsed as StoredModules;
-  return mapSecrets(parsed, routeId, (leaf, where) => openField(secrets, leaf, where)) as StoredModules;
+  // Most rows hold nothing sealed: only those are walked for secrets.
+  const opened = stored.includes(SEALED_MARK)
+    ? mapSecrets(parsed, routeId, (leaf, where) => openField(secrets, leaf, where))
+    : parsed;
+  if (typeof opened !== "object" || opened === null || Array.isArray(opened)) {
+    throw new BrokenRow(`route ${routeId}: modules`, "an object of modules");
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, config] of Object.entries(opened)) {
+    out[name] = canonicalModule(name, config, `route ${routeId}: modules.${name}`);
+  }
+  return out;
 }
 
 /** A route's modules as the column stores them: JSON, its secret fields sealed. */
@@ -173,7 +208,12 @@ export function resealSamlKey(raw: Raw, from: Secrets, to: Secrets): [routeId: s
   return [routeId, encodeSamlPrivateKey(plain, to)];
 }
 
-const ipPolicyOf = (raw: Raw): StoredIpPolicy => json<StoredIpPolicy>(raw, "config");
+/** A TLS edge's IP restriction, read through the contract like a route's modules (its defaults filled). */
+function ipPolicyOf(raw: Raw): StoredIpPolicy {
+  const parsed = tlsIpRestrictionMutateSchema.safeParse(json<unknown>(raw, "config"));
+  if (parsed.success) return parsed.data;
+  throw new StaleRow("a TLS IP restriction", parsed.error.issues[0]?.message ?? "is refused by the contract");
+}
 
 /** A row of `edge_id, config` from tls_ip_restrictions. */
 export const tlsRestrictionRow = (raw: Raw): [edgeId: string, config: StoredIpPolicy] => [

@@ -36,7 +36,6 @@ import {
 } from "../contract";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
-import type { StoredIpPolicy } from "./rows";
 import {
   type EdgeKind,
   type EdgeRow,
@@ -48,6 +47,7 @@ import {
   type Store,
   ParentMissing,
   type StoreTx,
+  type StoredIpPolicy,
   UniqueViolation,
 } from "./store";
 import { createSelfSignedCertificate } from "./x509";

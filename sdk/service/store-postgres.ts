@@ -33,6 +33,7 @@ import {
   type Store,
   type StoreDump,
   type StoreTx,
+  type StoredIpPolicy,
   ParentMissing,
   StoreUnavailable,
   UniqueViolation,
@@ -51,7 +52,6 @@ import {
   seqOf,
   tlsRestrictionRow,
   routeRow,
-  type StoredIpPolicy,
 } from "./rows";
 import { SECRETS_KEY_ID, Secrets } from "./secrets";
 

@@ -31,6 +31,7 @@ import {
   type Store,
   type StoreDump,
   type StoreTx,
+  type StoredIpPolicy,
   UniqueViolation,
 } from "./store";
 import {
@@ -48,7 +49,6 @@ import {
   textValue,
   rawRow,
   routeRow,
-  type StoredIpPolicy,
 } from "./rows";
 import { SECRETS_KEY_ID, Secrets } from "./secrets";
 import { WalIndexWatch } from "./wal-index";

@@ -8,9 +8,14 @@
  * consistent snapshot.
  */
 
-import type { MatchType, Scope } from "../contract";
-import type { StoredIpPolicy, StoredModules } from "./rows";
+import type { MatchType, ModuleRequest, RouteModuleName, Scope, TlsIpRestrictionMutate } from "../contract";
 import type { Secrets } from "./secrets";
+
+/** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
+export type StoredModules = { [M in RouteModuleName]?: ModuleRequest<M> };
+
+/** The configuration a TLS edge's IP restriction module stores: its request shape, canonical. */
+export type StoredIpPolicy = Required<TlsIpRestrictionMutate>;
 
 export type EdgeKind = "https" | "tls";
 export interface EdgeRow {

@@ -2,9 +2,12 @@
  * The resource Args interfaces are generated from the packaged schema (provider/resources/args.ts),
  * and pinned here to the contract's request shapes: a field added, removed, renamed, made optional or given another
  * type (an enum included) in either place fails to compile, in `npm run lint` (tsc) and here
- * (ts-jest type-checks this file). Null means "not configured", the same as absent.
+ * (the test runs the compiler on this file, with a drifted pin beside it that must fail). Null
+ * means "not configured", the same as absent.
  */
+import * as path from "node:path";
 import type * as pulumi from "@pulumi/pulumi";
+import ts from "typescript";
 import type { z } from "zod";
 import type { Camelize, ModuleProperty } from "../../provider/model/types";
 import type { EdgeArgs } from "../../provider/resources/edges";
@@ -18,8 +21,8 @@ import type {
 } from "../../sdk/contract";
 
 /** Exact type equality (not mutual assignability). */
-type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
-type Expect<T extends true> = T;
+export type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+export type Expect<T extends true> = T;
 
 /** What a program may write for a wire shape: camelCase keys, null dropped (null means absent). */
 type Program<T> = T extends readonly (infer E)[]
@@ -29,7 +32,7 @@ type Program<T> = T extends readonly (infer E)[]
     : T;
 
 type ProgramOf<T> = Program<Camelize<T>>;
-type Written<T> = pulumi.Unwrap<T>;
+export type Written<T> = pulumi.Unwrap<T>;
 
 type RouteModuleArgs = Pick<HttpsEdgeRouteArgs, ModuleProperty>;
 type RouteModuleWire = { [M in RouteModuleName as ModuleProperty<M>]?: ModuleRequestInput<M> };
@@ -56,7 +59,37 @@ export type Pins = [
   >,
 ];
 
-test("the Args interfaces match the contract (checked by the compiler)", () => {
-  const pinned: Pins["length"] = 6;
-  expect(pinned).toBe(6);
-});
+/**
+ * The compiler's errors in this file and in a control module beside it (in memory), one program.
+ * Run here rather than left to ts-jest, which only transpiles under `npm run test:unit`.
+ */
+function typeErrors(control: string): { here: string[]; control: string[] } {
+  const root = path.join(__dirname, "../..");
+  const config = ts.readConfigFile(path.join(root, "tsconfig.json"), (f) => ts.sys.readFile(f));
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, root);
+  const controlFile = path.join(__dirname, "args-pin-control.ts");
+  const host = ts.createCompilerHost(options);
+  const read = host.getSourceFile.bind(host);
+  host.getSourceFile = (name, lang, ...rest) =>
+    name === controlFile ? ts.createSourceFile(name, control, lang) : read(name, lang, ...rest);
+  const exists = host.fileExists.bind(host);
+  host.fileExists = (name) => name === controlFile || exists(name);
+  const program = ts.createProgram([__filename, controlFile], { ...options, noEmit: true }, host);
+  const errors = (file: string) =>
+    ts
+      .getPreEmitDiagnostics(program, program.getSourceFile(file))
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  return { here: errors(__filename), control: errors(controlFile) };
+}
+
+test("the Args interfaces match the contract (checked by the compiler), and a drifted pin fails", () => {
+  // The control pins `adopt` as required where the Args have it optional: the kind of drift the
+  // pins exist to catch, so it must not compile.
+  const { here, control } = typeErrors(`
+    import type { HttpsEdgeRouteArgs } from "../../provider/resources/args";
+    import type { Equal, Expect, Written } from "./args.test";
+    export type Drifted = Expect<Equal<Written<Pick<HttpsEdgeRouteArgs, "adopt">>, { adopt: boolean }>>;
+  `);
+  expect(here).toEqual([]);
+  expect(control).toEqual([expect.stringContaining("does not satisfy the constraint 'true'")]);
+}, 300_000);

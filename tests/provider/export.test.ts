@@ -159,8 +159,14 @@ describe("export of a fleet from the service", () => {
       },
       circuit_breaker: { tripped_duration: 30, num_buckets: 10 },
     });
-    // A second edge with the same description: named by the end of its id.
+    // A second edge with the same description: named by the end of its id, being the newer. Its
+    // created_at must be later, not just its call: in the same millisecond the two tie, and the
+    // tie goes to the smaller (random) id, so the plain name went to either (a flake on a fast run).
+    for (let i = 0; i < 1000 && new Date().toISOString() <= web.created_at; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
     const web2 = await client.createHttpsEdge({ description: "Public web" });
+    expect(web2.created_at > web.created_at).toBe(true);
     const tls = await client.createTlsEdge({ hostports: ["db.example.com:5432"], metadata: '{"name":"db"}' });
     await client.putTlsIpRestriction(tls.id, { ip_policy_ids: ["ipp_a", "ipp_b"] });
     Object.assign(made, { web: web.id, hooks: hooks.id, web2: web2.id, tls: tls.id });

@@ -6,11 +6,13 @@
  * changes nothing. Keys are found nowhere at rest, and logs name them without showing them.
  */
 import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { Client } from "pg";
 import { ERROR_CODES, requiredScope, type Method, type Scope } from "../../sdk/contract";
 import { hashKey } from "../../sdk/service/api-keys";
+import { SecretsKey } from "../../sdk/service/secrets";
 import { type RunningServer, startServer } from "../../sdk/service/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { CLI, ensureBuilt, ROOT } from "../support/edge-service";
@@ -34,7 +36,7 @@ function keysCli(args: string[], store: string[]): Promise<Run> {
     execFile(
       process.execPath,
       [CLI, "keys", ...args, ...store],
-      { cwd: ROOT, env: { ...process.env, EDGE_API_KEY: "", EDGE_DATABASE_URL: "" } },
+      { cwd: ROOT, env: { ...process.env, EDGE_API_KEY: "", EDGE_DATABASE_URL: "", EDGE_SECRETS_KEY: "" } },
       (error, stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
     );
@@ -342,6 +344,79 @@ describe("a service with named keys only", () => {
       }
     } finally {
       await open.close();
+    }
+  });
+});
+
+// Issue 27: keys are hashed, not sealed, so the keys commands need no secrets key, even on a
+// store whose secrets are sealed (the docs' advice), and leave that store's key as it was.
+describe.each(STORES)("keys on a sealed store, without its secrets key, on %s", (_name, makeStore) => {
+  let where: Awaited<ReturnType<typeof makeStore>>;
+  const secretsKey = SecretsKey.parse(randomBytes(32).toString("base64"), "test");
+  const WEBHOOK_SECRET = "whsec-sealed-by-the-service";
+  let edgeId = "";
+  let routeId = "";
+  const serve = (withKey: boolean) =>
+    startServer({
+      dataDir: where.dataDir,
+      databaseUrl: where.url,
+      port: 0,
+      apiKey: BOOTSTRAP,
+      log: () => {},
+      ...(withKey ? { secretsKey } : {}),
+    });
+
+  beforeAll(async () => {
+    ensureBuilt();
+    where = await makeStore();
+    const server = await serve(true);
+    try {
+      const t = httpTransport({ baseUrl: server.url, retries: 0 });
+      edgeId = (await raw(t, "POST", "/edges/https", { body: {}, headers: auth(BOOTSTRAP) })).json.id;
+      const route = await raw(t, "POST", `/edges/https/${edgeId}/routes`, {
+        body: {
+          match_type: "path_prefix",
+          match: "/wh",
+          webhook_verification: { provider: "github", secret: WEBHOOK_SECRET },
+        },
+        headers: auth(BOOTSTRAP),
+      });
+      expect(route.status).toBe(201);
+      routeId = route.json.id;
+    } finally {
+      await server.close();
+    }
+  });
+  afterAll(() => where.done());
+
+  it("is sealed: the service itself refuses to start without the key", async () => {
+    await expect(serve(false)).rejects.toThrow(/sealed with secrets key .*no key was given/);
+  });
+
+  it("creates, lists and revokes keys with no --secrets-key-file", async () => {
+    const made = await makeKey("no-secrets-key", "read", where.args);
+    const listed = await keysCli(["list", "--json"], where.args);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toEqual([
+      expect.objectContaining({ name: "no-secrets-key", scope: "read", revoked_at: null }),
+    ]);
+    const revoked = await keysCli(["revoke", "no-secrets-key"], where.args);
+    expect(revoked.code).toBe(0);
+    expect(revoked.stderr).toContain('revoked key "no-secrets-key"');
+    const after = JSON.parse((await keysCli(["list", "--json"], where.args)).stdout);
+    expect(after[0].revoked_at).toEqual(expect.any(String));
+    // The service, started with its key, still opens its secrets and refuses the revoked key.
+    const server = await serve(true);
+    try {
+      const t = httpTransport({ baseUrl: server.url, retries: 0 });
+      expect((await raw(t, "GET", "/edges/https", { headers: auth(made) })).status).toBe(401);
+      const route = await raw(t, "GET", `/edges/https/${edgeId}/routes/${routeId}`, {
+        headers: auth(BOOTSTRAP),
+      });
+      expect(route.status).toBe(200);
+      expect(route.json.webhook_verification.secret).toBe(WEBHOOK_SECRET);
+    } finally {
+      await server.close();
     }
   });
 });
