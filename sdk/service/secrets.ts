@@ -101,9 +101,11 @@ export class MissingSecretsKey extends SecretsKeyError {
     readonly keyId: string,
     where: string,
     given: readonly SecretsKey[],
+    /** Writing (a value to seal under the store's key), not reading one sealed under it. */
+    sealing = false,
   ) {
     super(
-      `${where} is sealed with secrets key ${keyId}, which this service was not given (it has ${describeRing(given)}): restart it with that key as well (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY)`,
+      `${where} ${sealing ? "must be sealed under" : "is sealed with"} secrets key ${keyId}${sealing ? " (the key the store names)" : ""}, which this service was not given (it has ${describeRing(given)}): restart it with that key as well (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY)`,
     );
   }
 }
@@ -155,7 +157,7 @@ export class Secrets {
       if (keyId === undefined) found = new Secrets(this.keys, null);
       else {
         const key = this.byId.get(keyId);
-        if (key === undefined) throw new MissingSecretsKey(keyId, `new secrets of ${where}`, this.keys);
+        if (key === undefined) throw new MissingSecretsKey(keyId, `the secrets of ${where}`, this.keys, true);
         found = new Secrets(this.keys, key);
       }
       this.sealers.set(id, found);

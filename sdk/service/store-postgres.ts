@@ -721,6 +721,9 @@ export class PostgresStore implements Store {
           );
         }
       }
+      // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
+      await setMeta(client, SECRETS_KEY_IDS, undefined);
+      await this.checkSecretsKey(client);
       await client.query("COMMIT");
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);

@@ -623,6 +623,9 @@ export class SqliteStore implements Store, StoreTx {
             .run(...cols.map((c) => row[c]));
         }
       }
+      // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
+      this.setMeta(SECRETS_KEY_IDS, undefined);
+      this.checkSecretsKey();
       return Promise.resolve();
     });
   }
