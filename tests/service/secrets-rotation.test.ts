@@ -126,6 +126,17 @@ const keyFlags = (keys: Key[]) => keys.flatMap((k) => ["--secrets-key-file", k.f
 function serve(place: Place, keys: Key[]): Promise<Cli> {
   return startCli(["--port", "0", ...place.flags, ...keyFlags(keys)], { EDGE_SECRETS_KEY: "" });
 }
+/**
+ * `serve` that is expected to refuse to start: its exit code and stderr. One that starts after
+ * all is stopped within 60 s (its code then null), so a regression fails rather than hangs.
+ */
+async function startRefused(place: Place, keys: Key[]): Promise<{ code: number | null; stderr: string }> {
+  const p = spawnCli(["--port", "0", ...place.flags, ...keyFlags(keys)], { EDGE_SECRETS_KEY: "" });
+  const timer = setTimeout(() => p.child.kill("SIGKILL"), 60_000);
+  const { code } = await p.exit;
+  clearTimeout(timer);
+  return { code, stderr: p.stderr() };
+}
 async function stop(p: Cli): Promise<void> {
   p.child.kill("SIGTERM");
   await p.exit;
@@ -336,11 +347,9 @@ describe.each(PLACES)("secrets rotate while a server writes, on %s", (_name, mak
     expect(Object.keys(await keyIdsInUse(place))).toEqual([newer.key.id]);
 
     // The old key alone is refused at start, naming the missing key; the new one serves it all.
-    const refused = spawnCli(["--port", "0", ...place.flags, ...keyFlags([oldKey])], {
-      EDGE_SECRETS_KEY: "",
-    });
-    expect((await refused.exit).code).toBe(1);
-    expect(refused.stderr()).toContain(`sealed with secrets key ${newer.key.id}, not with the key given`);
+    const refused = await startRefused(place, [oldKey]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`sealed with secrets key ${newer.key.id}, not with the key given`);
     const fixed = await serve(place, [newer]);
     try {
       expect(await secretsRead(fixed.url, edge.id)).toEqual(writers.secrets);
@@ -422,9 +431,9 @@ describe.each(PLACES)("a store left with values under two keys, on %s", (_name, 
       [k2, k1],
       [k1, k2],
     ] as const) {
-      const p = spawnCli(["--port", "0", ...place.flags, ...keyFlags([given])], { EDGE_SECRETS_KEY: "" });
-      expect((await p.exit).code).toBe(1);
-      expect(p.stderr()).toContain(`sealed with secrets key ${missing.key.id}, not with the key given`);
+      const p = await startRefused(place, [given]);
+      expect(p.code).toBe(1);
+      expect(p.stderr).toContain(`sealed with secrets key ${missing.key.id}, not with the key given`);
     }
     // Rotating from one key alone refuses, changing nothing.
     const refused = await cli([
@@ -462,6 +471,34 @@ describe.each(PLACES)("a store left with values under two keys, on %s", (_name, 
     } finally {
       await stop(whole);
     }
+  });
+});
+
+describe("edge-service migrate of a store under two keys", () => {
+  it("refuses a key ring that lacks one (nothing copied); with both, the copy needs both to serve", async () => {
+    const place = await sqlitePlace();
+    const [k1, k2] = [newKey(), newKey()];
+    const first = await serve(place, [k1]);
+    const edge = await clientOf(first.url).createHttpsEdge({ description: "mixed" });
+    for (let i = 0; i < 4; i++) {
+      await clientOf(first.url).createRoute(edge.id, routeBody(`/m/${i}`, `whsec-migrate-${i}`, false));
+    }
+    await stop(first);
+    await mixUp(place, k1.key, k2.key);
+    const target: Place = { ...(await postgresPlace()), dataDir: place.dataDir };
+    const migrate = (keys: Key[]) =>
+      cli(["migrate", "--from", place.dataDir, "--to", target.databaseUrl!, ...keyFlags(keys)]);
+
+    const refused = await migrate([k2]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain(`sealed with secrets key ${k1.key.id}, not with the key given`);
+    // Nothing was copied: migrate refuses a target that holds data, and the next one succeeds.
+    const copied = await migrate([k2, k1]);
+    expect(copied.stderr).toBe("");
+    expect(copied.code).toBe(0);
+    const alone = await startRefused(target, [k2]);
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toContain(`sealed with secrets key ${k1.key.id}, not with the key given`);
   });
 });
 
