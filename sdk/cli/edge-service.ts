@@ -3,11 +3,11 @@
  * edge-service serve [--port 8080] [--host 127.0.0.1]
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
- *                    [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
+ *                    [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
  *                    [--log-format text|json] [--shutdown-grace 10s]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
- * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
+ * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
  *                             [--data DIR | --database postgres://...]
  * edge-service keys create NAME --scope read|write|admin | keys list [--json] | keys revoke NAME
  *                             [--data DIR | --database postgres://...]
@@ -34,11 +34,13 @@ import { VERSION } from "../version";
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
-                          [--pool-size 10] [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
+                          [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
                           [--log-format text|json] [--shutdown-grace 10s]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
-          32 bytes, seals secrets at rest: without one they are stored unsealed; --log-format
+          32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
+          --secrets-key-file (or comma-separate EDGE_SECRETS_KEY) for a key ring: each key opens
+          what it sealed, new values are sealed under the store's current key; --log-format
           json: one JSON object per request on stderr, for log pipelines. GET /healthz and
           /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
           SIGTERM/SIGINT: stop accepting, answer with "Connection: close", let in-flight
@@ -51,11 +53,14 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
          (copies a SQLite data directory into an empty PostgreSQL database, in one transaction;
           sealed secrets are copied as they are: give the key with EDGE_SECRETS_KEY or
           --secrets-key-file)
-       edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
+       edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
-         (re-seals every secret, sealed or not yet, under the key of NEW in one transaction;
-          refuses, changing nothing, when the old key does not open one. Stop the service first,
-          then start it with the new key)
+         (re-seals every secret, sealed or not yet, under the key of NEW in one transaction, makes
+          NEW the key every server seals under, then erases the old values' bytes (SQLite: VACUUM;
+          PostgreSQL: VACUUM of the tables); refuses, changing nothing, when the old keys do not
+          open one. Give every server NEW as an extra --secrets-key-file first, then rotate, then
+          drop OLD; a store left with values under two keys is repaired by giving both as
+          --from-key-file)
        edge-service keys create NAME --scope read|write|admin
        edge-service keys list [--json]
        edge-service keys revoke NAME
@@ -98,12 +103,14 @@ async function migrate(from: string | undefined, to: string | undefined, secrets
 }
 
 /**
- * `secrets rotate`: every secret of the store re-sealed under the new key, in one transaction.
- * The old key is the one the service ran with (`--from-key-file`, else EDGE_SECRETS_KEY; none if
- * nothing was ever sealed).
+ * `secrets rotate`: every secret of the store re-sealed under the new key, in one transaction,
+ * and the new key recorded as the one every writer seals under from then on. The old keys are
+ * `--from-key-file` (repeatable: a store left with values under two keys is repaired by giving
+ * both), else EDGE_SECRETS_KEY; none if nothing was ever sealed. Safe while servers run: they
+ * seal under the new key from its commit on (one without it answers 503 naming it).
  */
 async function rotate(opts: {
-  fromKeyFile?: string;
+  fromKeyFiles?: readonly string[];
   toKeyFile?: string;
   dataDir: string;
   databaseUrl?: string;
@@ -114,34 +121,37 @@ async function rotate(opts: {
     );
   }
   const to = SecretsKey.fromFile(opts.toKeyFile, "--to-key-file");
+  const fromFiles = opts.fromKeyFiles ?? [];
   const from =
-    opts.fromKeyFile === undefined
+    fromFiles.length === 0
       ? secretsKeyFrom(undefined)
-      : SecretsKey.fromFile(opts.fromKeyFile, "--from-key-file");
+      : fromFiles.map((f) => SecretsKey.fromFile(f, "--from-key-file"));
   if (opts.databaseUrl === undefined && !existsSync(join(opts.dataDir, "edge.db"))) {
     throw new Error(
       `${opts.dataDir} holds no edge.db: pass the data directory the service runs with (--data)`,
     );
   }
+  const fromIds = from.map((k) => k.id).join(", ") || "none";
   const refused = (e: unknown) =>
     e instanceof SecretsKeyError
       ? new Error(
-          `secrets rotate refused, nothing was changed: the old key (${from ? `${from.id}, from ${opts.fromKeyFile === undefined ? "EDGE_SECRETS_KEY" : "--from-key-file"}` : "none given"}) does not open the stored secrets: ${e.message}. Pass the key the service runs with as --from-key-file`,
+          `secrets rotate refused, nothing was changed: the old key (${from.length > 0 ? `${fromIds}, from ${fromFiles.length === 0 ? "EDGE_SECRETS_KEY" : "--from-key-file"}` : "none given"}) does not open the stored secrets: ${e.message}. Pass the key the service runs with as --from-key-file (repeatable: give every key the store's values are sealed under)`,
         )
       : e;
   const store = await openStore({
     dataDir: opts.dataDir,
     databaseUrl: opts.databaseUrl,
-    secrets: new Secrets(from),
+    // The new key opens too: values a store left mixed already holds under it are re-sealed as well.
+    secrets: new Secrets([...from, to], from[0] ?? to),
   }).catch((e: unknown) => {
     throw refused(e);
   });
   try {
-    const count = await store.resealSecrets(new Secrets(to)).catch((e: unknown) => {
+    const done = await store.resealSecrets(to).catch((e: unknown) => {
       throw refused(e);
     });
     console.log(
-      `re-sealed ${count} secrets of ${store.location} under secrets key ${to.id} (was ${from?.id ?? "none"}): start the service with the new key`,
+      `re-sealed ${done.secrets} secrets of ${store.location} under secrets key ${to.id} (was ${fromIds}); ${done.purge}. Servers seal under the new key from now on: once every one has been restarted with it, drop the old key from their --secrets-key-file`,
     );
   } finally {
     await store.close();
@@ -173,8 +183,12 @@ function keysCommand(args: string[], scope: string | undefined): KeysCommand {
  * is a bug, refused rather than passed on unopened.
  */
 class KeysOnlySecrets extends Secrets {
-  override checkStoredKeyId(): undefined {
+  override checkStoredKeys(): undefined {
     return undefined;
+  }
+  /** A write of the keys seals nothing: whatever key the store seals under, this is the ring. */
+  override sealingUnder(): Secrets {
+    return this;
   }
   override open(_stored: string, where: string): string {
     throw new Error(`edge-service keys reads no secrets, yet reached ${where}: please report this`);
@@ -248,7 +262,7 @@ async function keys(
 async function request(
   method: string,
   path: string,
-  opts: { body?: string; data: string; url?: string; apiKey?: string; secretsKeyFile?: string },
+  opts: { body?: string; data: string; url?: string; apiKey?: string; secretsKeyFile?: readonly string[] },
 ) {
   if (!path.startsWith("/")) throw new Error(`PATH must start with "/", got ${path}`);
   const transport = opts.url
@@ -284,8 +298,8 @@ async function main(argv: string[]): Promise<number> {
       "shutdown-grace": { type: "string" },
       from: { type: "string" },
       to: { type: "string" },
-      "secrets-key-file": { type: "string" },
-      "from-key-file": { type: "string" },
+      "secrets-key-file": { type: "string", multiple: true },
+      "from-key-file": { type: "string", multiple: true },
       "to-key-file": { type: "string" },
       scope: { type: "string" },
       json: { type: "boolean" },
@@ -316,7 +330,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (positionals[0] === "secrets" && positionals[1] === "rotate" && positionals.length === 2) {
     return rotate({
-      fromKeyFile: values["from-key-file"],
+      fromKeyFiles: values["from-key-file"],
       toKeyFile: values["to-key-file"],
       dataDir: values.data,
       databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),

@@ -13,7 +13,7 @@ import {
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
 import type { ServiceLog } from "./log";
-import { SecretsKeyError } from "./secrets";
+import { MissingSecretsKey, SecretsKeyError } from "./secrets";
 import { StoreUnavailable } from "./store";
 
 export type Env = {
@@ -88,6 +88,19 @@ export function errorAnswer(c: EdgeContext, err: unknown, log?: ServiceLog): Res
         {
           headers: { "Retry-After": "1" },
         },
+      ),
+    );
+  }
+  if (err instanceof MissingSecretsKey) {
+    // A replica not (yet) given the key the store now seals under: a rolling restart in progress.
+    log?.event("error", `secrets key missing ${operationId(c)}: ${err.message}`, {
+      request_id: operationId(c),
+    });
+    return errorResponse(
+      c,
+      new ApiError(
+        "unavailable",
+        `this replica was not given secrets key ${err.keyId}, which the stored secrets are sealed under: retry on another replica; its operator must restart it with that key (--secrets-key-file)`,
       ),
     );
   }

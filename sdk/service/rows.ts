@@ -18,7 +18,7 @@ import {
   SCOPES,
   tlsIpRestrictionMutateSchema,
 } from "../contract";
-import type { Secrets } from "./secrets";
+import { type Secrets, sealedKeyId } from "./secrets";
 import type {
   ApiKeyRow,
   CreatedObject,
@@ -199,6 +199,20 @@ export function resealRouteModules(
     return plain;
   }) as StoredModules;
   return [id, encodeModules(opened, to, id), count];
+}
+
+/** A LIKE pattern of the modules columns that may hold a sealed field (the others hold none). */
+export const SEALED_MODULES_LIKE = `%${SEALED_MARK}%`;
+
+/** Adds to `into` the key ids the sealed secrets of a row of `id, modules` (routes) name. */
+export function routeSealedKeyIds(raw: Raw, into: Set<string>): void {
+  mapSecrets(JSON.parse(text(raw, "modules")), text(raw, "id"), (leaf) => {
+    const sealed: unknown =
+      typeof leaf === "object" && leaf !== null ? Reflect.get(leaf, SEALED_KEY) : undefined;
+    const kid = typeof sealed === "string" ? sealedKeyId(sealed) : undefined;
+    if (kid !== undefined) into.add(kid);
+    return leaf;
+  });
 }
 
 /** A row of `route_id, private_key_pem` from route_saml_keys, re-sealed from `from` to `to`. */

@@ -12,6 +12,11 @@
  *
  * Without a key nothing is sealed: values are stored as they were before this existed, and
  * plaintext values (written before a key was given) are still read with one.
+ *
+ * Key rotation without a broken store: a service holds a key ring (several keys), opens a value
+ * with the key its `kid` names, and seals under the key the store's meta names, not its own
+ * choice; `secrets rotate` changes that key and re-seals every value in one transaction, so
+ * replicas given both keys move together, and one lacking the new key answers 503 naming it.
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -64,24 +69,101 @@ export class SecretsKey {
 }
 
 /**
- * The key the service is given: `--secrets-key-file` when passed, else `EDGE_SECRETS_KEY`, else
- * none (secrets stored unsealed).
+ * The keys the service is given, its key ring: every `--secrets-key-file` (repeatable) when one is
+ * passed, else `EDGE_SECRETS_KEY` (one key, or several separated by commas), else none (secrets
+ * stored unsealed).
  */
 export function secretsKeyFrom(
-  file: string | undefined,
+  files: string | readonly string[] | undefined,
   env: NodeJS.ProcessEnv = process.env,
-): SecretsKey | undefined {
-  if (file !== undefined) return SecretsKey.fromFile(file);
+): SecretsKey[] {
+  const paths = files === undefined ? [] : typeof files === "string" ? [files] : files;
+  if (paths.length > 0) return paths.map((f) => SecretsKey.fromFile(f));
   const value = env.EDGE_SECRETS_KEY;
-  return value ? SecretsKey.parse(value, "EDGE_SECRETS_KEY") : undefined;
+  if (!value) return [];
+  return value
+    .split(",")
+    .map((v) => v.trim())
+    .filter((v) => v !== "")
+    .map((v) => SecretsKey.parse(v, "EDGE_SECRETS_KEY"));
 }
 
 /** The line the service prints at start when it has no key. */
 export const UNSEALED_WARNING = `warning: no secrets key (${KEY_SOURCES}): webhook secrets, OAuth/OIDC client secrets and SAML private keys are stored unsealed`;
 
-/** Seals and opens stored secrets with one key, or passes them through without one. */
+/**
+ * A stored value is sealed under a key this service was not given: a replica left on the old
+ * keys while the store moved on (`secrets rotate`). Not the client's fault, and not a wrong
+ * answer: the service answers 503 naming the key, and the operator gives it that key.
+ */
+export class MissingSecretsKey extends SecretsKeyError {
+  constructor(
+    readonly keyId: string,
+    where: string,
+    given: readonly SecretsKey[],
+    /** Writing (a value to seal under the store's key), not reading one sealed under it. */
+    sealing = false,
+  ) {
+    super(
+      `${where} ${sealing ? "must be sealed under" : "is sealed with"} secrets key ${keyId}${sealing ? " (the key the store names)" : ""}, which this service was not given (it has ${describeRing(given)}): restart it with that key as well (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY)`,
+    );
+  }
+}
+
+const describeRing = (keys: readonly SecretsKey[]): string =>
+  keys.length === 0 ? "no key" : `key${keys.length > 1 ? "s" : ""} ${keys.map((k) => k.id).join(", ")}`;
+
+/**
+ * What a store's meta table says of its secrets: the key new values are sealed under
+ * (`secrets_key_id`), and every key stored values may be sealed under (`secrets_key_ids`,
+ * comma-separated; undefined when an earlier version wrote the store and it must be scanned).
+ */
+export interface StoredKeys {
+  current?: string;
+  inUse: readonly string[];
+}
+
+/**
+ * Seals and opens stored secrets. It holds a key ring: a value is opened with the key its
+ * envelope names (never a guess), and sealed under `key`. A store seals under the key its meta
+ * table names (`sealingUnder`), so every replica given the ring seals under the same key, and
+ * `secrets rotate` moves them all at once.
+ */
 export class Secrets {
-  constructor(readonly key?: SecretsKey) {}
+  /** Every key given: each opens the values sealed under it. */
+  readonly keys: readonly SecretsKey[];
+  /** The key values are sealed under; none: stored unsealed. */
+  readonly key?: SecretsKey;
+  private readonly byId: Map<string, SecretsKey>;
+  private readonly sealers = new Map<string, Secrets>();
+
+  /** A ring of `keys` sealing under `sealWith` (default: the first key; none given: unsealed). */
+  constructor(keys?: SecretsKey | readonly SecretsKey[], sealWith?: SecretsKey | null) {
+    this.keys = keys === undefined ? [] : keys instanceof SecretsKey ? [keys] : [...keys];
+    this.byId = new Map(this.keys.map((k) => [k.id, k]));
+    this.key = sealWith === null ? undefined : (sealWith ?? this.keys[0]);
+    if (this.key !== undefined && !this.byId.has(this.key.id)) this.byId.set(this.key.id, this.key);
+  }
+
+  /**
+   * This ring sealing under the key a store names (`secrets_key_id`; none: the store is not
+   * sealed, values stay as they are). A key the ring lacks is MissingSecretsKey: the value must not
+   * be written under another key, nor in the clear.
+   */
+  sealingUnder(keyId: string | undefined, where: string): Secrets {
+    const id = keyId ?? "";
+    let found = this.sealers.get(id);
+    if (found === undefined) {
+      if (keyId === undefined) found = new Secrets(this.keys, null);
+      else {
+        const key = this.byId.get(keyId);
+        if (key === undefined) throw new MissingSecretsKey(keyId, `the secrets of ${where}`, this.keys, true);
+        found = new Secrets(this.keys, key);
+      }
+      this.sealers.set(id, found);
+    }
+    return found;
+  }
 
   /** The value as stored: sealed under the key, or unchanged without one. */
   seal(value: string): string {
@@ -95,8 +177,8 @@ export class Secrets {
   }
 
   /**
-   * The value a stored one holds: a sealed value opened with the key (its key id must be this
-   * key's), a plaintext one as it is. `where` names the value in errors.
+   * The value a stored one holds: a sealed value opened with the key its envelope names, a
+   * plaintext one as it is. `where` names the value in errors.
    */
   open(stored: string, where: string): string {
     if (!isSealed(stored)) return stored;
@@ -104,19 +186,18 @@ export class Secrets {
     if (kid === undefined || iv === undefined || body === undefined) {
       throw new SecretsKeyError(`${where} holds a sealed value that is not well-formed`);
     }
-    if (this.key === undefined) {
-      throw new SecretsKeyError(
-        `${where} is sealed with secrets key ${kid}, and this service has no key: give it that key (${KEY_SOURCES})`,
-      );
-    }
-    if (kid !== this.key.id) {
-      throw new SecretsKeyError(
-        `${where} is sealed with secrets key ${kid}, not with the key given (${this.key.id}): give the key it was sealed with (${KEY_SOURCES}), or re-seal with \`edge-service secrets rotate\``,
-      );
+    const key = this.byId.get(kid);
+    if (key === undefined) {
+      if (this.keys.length === 0) {
+        throw new SecretsKeyError(
+          `${where} is sealed with secrets key ${kid}, and this service has no key: give it that key (${KEY_SOURCES})`,
+        );
+      }
+      throw new MissingSecretsKey(kid, where, this.keys);
     }
     const bytes = Buffer.from(body, "base64url");
     try {
-      const decipher = createDecipheriv("aes-256-gcm", this.key.bytes, Buffer.from(iv, "base64url"));
+      const decipher = createDecipheriv("aes-256-gcm", key.bytes, Buffer.from(iv, "base64url"));
       decipher.setAAD(Buffer.from(`${PREFIX}${kid}`, "utf8"));
       decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
       return Buffer.concat([
@@ -131,23 +212,44 @@ export class Secrets {
   }
 
   /**
-   * What a store does at open with the id of the key its data is sealed under (kept in its meta
-   * table as `secrets_key_id`): the id to record (the first start with a key), nothing (the same
-   * key, or no key and nothing sealed), or an error that says which key to give.
+   * What a store does at open with what its meta table says (`stored`; `inUse` `scanned` from
+   * the rows when the meta did not say: a store of an earlier version): the meta to record (the first start with a key records its
+   * first key), nothing, or an error when a key the values are sealed under is not in this ring
+   * (refused at start rather than a failed request later), naming the keys and what to pass.
    */
-  checkStoredKeyId(stored: string | undefined, where: string): string | undefined {
-    if (this.key === undefined) {
-      if (stored === undefined) return undefined;
+  checkStoredKeys(
+    stored: { current?: string; inUse: readonly string[]; scanned: boolean },
+    where: string,
+  ): StoredKeys | undefined {
+    const inUse = new Set(stored.inUse);
+    if (stored.current !== undefined) inUse.add(stored.current);
+    const missing = [...inUse].filter((id) => !this.byId.has(id)).sort();
+    if (missing.length > 0) {
+      const them = `secrets key${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`;
+      if (this.keys.length === 0) {
+        throw new SecretsKeyError(
+          `the secrets in ${where} are sealed with ${them}, and no key was given: give that key (${KEY_SOURCES}${missing.length > 1 ? "; --secrets-key-file is repeatable" : ""})`,
+        );
+      }
       throw new SecretsKeyError(
-        `the secrets in ${where} are sealed with secrets key ${stored}, and no key was given: give that key (${KEY_SOURCES})`,
+        `the secrets in ${where} are sealed with ${them}, not with the key given (${this.keys.map((k) => k.id).join(", ")}): give the key they were sealed with (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY); to change keys, run \`edge-service secrets rotate --from-key-file OLD --to-key-file NEW\``,
       );
     }
-    if (stored === undefined) return this.key.id;
-    if (stored === this.key.id) return undefined;
-    throw new SecretsKeyError(
-      `the secrets in ${where} are sealed with secrets key ${stored}, not with the key given (${this.key.id}): give the key they were sealed with (${KEY_SOURCES}); to change keys, run \`edge-service secrets rotate --from-key-file OLD --to-key-file NEW\``,
-    );
+    const current = stored.current ?? this.key?.id;
+    if (current !== undefined) inUse.add(current);
+    const ids = [...inUse].sort();
+    const same = current === stored.current && sameIds(ids, stored.inUse) && !stored.scanned;
+    return same ? undefined : { current, inUse: ids };
   }
+}
+
+const sameIds = (a: readonly string[], b: readonly string[]): boolean =>
+  a.length === b.length && [...b].sort().every((id, i) => id === a[i]);
+
+/** The key id a sealed value's envelope names, or undefined for a plaintext one. */
+export function sealedKeyId(value: string): string | undefined {
+  if (!isSealed(value)) return undefined;
+  return value.slice(PREFIX.length).split(":")[0];
 }
 
 /** Whether a stored value is sealed (a plaintext SAML private key is a PEM: never this prefix). */
@@ -155,5 +257,10 @@ function isSealed(value: string): boolean {
   return value.startsWith(PREFIX);
 }
 
-/** The meta row holding the id of the key the data is sealed under. */
+/** The meta row holding the id of the key new values are sealed under. */
 export const SECRETS_KEY_ID = "secrets_key_id";
+/** The meta row listing (comma-separated) every key id stored values may be sealed under. */
+export const SECRETS_KEY_IDS = "secrets_key_ids";
+
+/** The meta row of SECRETS_KEY_IDS as a list (an empty text: nothing sealed). */
+export const parseKeyIds = (text: string): string[] => text.split(",").filter((id) => id !== "");

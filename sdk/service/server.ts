@@ -25,10 +25,11 @@ export interface ServerOptions {
   /** Where the log's lines go (see EdgeAppOptions). */
   log?: (line: string) => void;
   /**
-   * Seals the secrets at rest (see ./secrets); without one they are stored unsealed, and the
-   * server says so at start (`log`).
+   * Seals the secrets at rest (see ./secrets): one key, or a key ring (each opens what it sealed;
+   * the store names the key new values are sealed under); without one they are stored unsealed,
+   * and the server says so at start (`log`).
    */
-  secretsKey?: SecretsKey;
+  secretsKey?: SecretsKey | readonly SecretsKey[];
   /** `text` (default) or `json`: one JSON object per line. */
   logFormat?: LogFormat;
   /** Prometheus metrics at `GET /metrics` (default on; with the API key when there is one). */
@@ -81,13 +82,14 @@ function isLoopback(host: string): boolean {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
+  const secrets = new Secrets(opts.secretsKey);
   const store = await openStore({
     dataDir: opts.dataDir,
     databaseUrl: opts.databaseUrl,
     backgroundCheckpoints: true,
     poolSize: opts.poolSize,
     log: log && ((line) => log.event("warn", line)),
-    secrets: new Secrets(opts.secretsKey),
+    secrets,
   });
   if (!isLoopback(host) && !opts.apiKey && !(await store.apiKeys()).some((k) => k.revoked_at === null)) {
     await store.close();
@@ -95,7 +97,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), make a named key (edge-service keys create NAME --scope admin), or bind a loopback address`,
     );
   }
-  if (opts.secretsKey === undefined) log?.event("warn", UNSEALED_WARNING);
+  if (secrets.keys.length === 0) log?.event("warn", UNSEALED_WARNING);
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,

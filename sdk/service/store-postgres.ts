@@ -28,6 +28,7 @@ import {
   type CreatedObject,
   type CreateMark,
   type PoolStats,
+  type Resealed,
   type RouteChanges,
   type RouteRow,
   type Store,
@@ -47,13 +48,22 @@ import {
   encodeSamlPrivateKey,
   resealRouteModules,
   resealSamlKey,
+  routeSealedKeyIds,
+  SEALED_MODULES_LIKE,
   type Raw,
   samlCertificateRow,
   seqOf,
   tlsRestrictionRow,
   routeRow,
 } from "./rows";
-import { SECRETS_KEY_ID, Secrets } from "./secrets";
+import {
+  parseKeyIds,
+  SECRETS_KEY_ID,
+  SECRETS_KEY_IDS,
+  Secrets,
+  type SecretsKey,
+  sealedKeyId,
+} from "./secrets";
 
 /** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
 function createMarkColumns(table: string): string {
@@ -125,6 +135,16 @@ export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
 const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
 const LOCK_CLASS_CREATE_KEY = 0x65646769;
+/** Shared by every write transaction, exclusive for `secrets rotate` (see WRITE_BEGIN). */
+const LOCK_CLASS_SECRETS = 0x65646773;
+
+/**
+ * A write transaction's start, one round trip: the secrets lock shared (so it is always taken
+ * before any table lock: no deadlock with `secrets rotate`, which takes it exclusive first), then
+ * the key new secrets are sealed under, read once the lock is held (READ COMMITTED: each statement
+ * its own snapshot), so that a rotation is either wholly before this transaction or wholly after.
+ */
+const WRITE_BEGIN = `BEGIN; SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS_SECRETS}, 0); SELECT value FROM meta WHERE key = '${SECRETS_KEY_ID}'`;
 
 const TYPE_INT8 = 20;
 const TYPE_BYTEA = 17;
@@ -214,7 +234,14 @@ export class PgTx implements StoreTx {
     /** Write transactions lock the rows they read to change. */
     private readonly writing: boolean,
     private readonly secrets: Secrets,
+    /** The key id new secrets are sealed under (the store's, read at WRITE_BEGIN). */
+    private readonly sealingKeyId?: string,
   ) {}
+
+  /** The ring sealing under the store's key; a key this replica lacks is MissingSecretsKey (503). */
+  private sealer(where: string): Secrets {
+    return this.secrets.sealingUnder(this.sealingKeyId, where);
+  }
 
   /** A named (prepared once per connection) statement. */
   private async q(name: string, text: string, values: Value[]): Promise<Raw[]> {
@@ -283,7 +310,7 @@ export class PgTx implements StoreTx {
         bytes(r.description),
         bytes(r.metadata),
         r.created_at,
-        encodeModules(r.modules, this.secrets, r.id),
+        encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
         made?.key ?? null,
         made?.request ?? null,
       ],
@@ -320,7 +347,7 @@ export class PgTx implements StoreTx {
         bytes(c.match),
         bytes(c.description),
         bytes(c.metadata),
-        encodeModules(c.modules, this.secrets, id),
+        encodeModules(c.modules, this.sealer(`route ${id}`), id),
         id,
       ],
     );
@@ -349,7 +376,7 @@ export class PgTx implements StoreTx {
     await this.q(
       "saml_put",
       "INSERT INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES ($1, $2, $3) ON CONFLICT (route_id) DO NOTHING",
-      [routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.secrets)],
+      [routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`))],
     );
   }
 
@@ -494,11 +521,7 @@ export class PostgresStore implements Store {
           [String(PG_SCHEMA_VERSION)],
         );
       }
-      const stored = await client.query<{ value: string }>("SELECT value FROM meta WHERE key = $1", [
-        SECRETS_KEY_ID,
-      ]);
-      const record = this.secrets.checkStoredKeyId(stored.rows[0]?.value, this.location);
-      if (record !== undefined) await setMeta(client, SECRETS_KEY_ID, record);
+      await this.checkSecretsKey(client);
       await client.query("COMMIT");
       client.release();
     } catch (e) {
@@ -506,6 +529,41 @@ export class PostgresStore implements Store {
       client.release(true);
       throw e;
     }
+  }
+
+  /**
+   * Refuses a key ring that lacks a key the stored values are sealed under (see
+   * Secrets.checkStoredKeys); records the first key on the first start with one, and the keys in
+   * use after scanning a database of an earlier version (which recorded only one).
+   */
+  private async checkSecretsKey(client: pg.PoolClient): Promise<void> {
+    const meta = async (key: string) =>
+      (await client.query<{ value: string }>("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value;
+    const current = await meta(SECRETS_KEY_ID);
+    const recorded = await meta(SECRETS_KEY_IDS);
+    let inUse: string[];
+    if (recorded === undefined) {
+      const found = new Set<string>();
+      const routes = await client.query<Raw>("SELECT id, modules FROM routes WHERE modules LIKE $1", [
+        SEALED_MODULES_LIKE,
+      ]);
+      for (const raw of routes.rows) routeSealedKeyIds(raw, found);
+      const keys = await client.query<{ value: string }>(
+        "SELECT private_key_pem AS value FROM route_saml_keys",
+      );
+      for (const { value } of keys.rows) {
+        const kid = sealedKeyId(value);
+        if (kid !== undefined) found.add(kid);
+      }
+      inUse = [...found];
+    } else inUse = parseKeyIds(recorded);
+    const record = this.secrets.checkStoredKeys(
+      { current, inUse, scanned: recorded === undefined },
+      this.location,
+    );
+    if (record === undefined) return;
+    await setMeta(client, SECRETS_KEY_ID, record.current);
+    await setMeta(client, SECRETS_KEY_IDS, record.inUse.join(","));
   }
 
   private async connect(): Promise<pg.PoolClient> {
@@ -521,8 +579,8 @@ export class PostgresStore implements Store {
     const client = await this.connect();
     let broken = false;
     try {
-      await client.query(begin);
-      const result = await fn(new PgTx(client, writing, this.secrets));
+      const began: unknown = await client.query(begin);
+      const result = await fn(new PgTx(client, writing, this.secrets, writing ? keyIdOf(began) : undefined));
       await client.query("COMMIT");
       return result;
     } catch (e) {
@@ -538,7 +596,7 @@ export class PostgresStore implements Store {
   async write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.transaction("BEGIN", true, fn);
+        return await this.transaction(WRITE_BEGIN, true, fn);
       } catch (e) {
         const code = errorField(e, "code");
         if (typeof code !== "string" || !RETRYABLE.has(code) || attempt >= 5) throw e;
@@ -663,6 +721,9 @@ export class PostgresStore implements Store {
           );
         }
       }
+      // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
+      await setMeta(client, SECRETS_KEY_IDS, undefined);
+      await this.checkSecretsKey(client);
       await client.query("COMMIT");
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);
@@ -673,40 +734,59 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`), the
-   * tables locked against writers meanwhile: each one opened with this store's key (a value it
-   * does not open aborts it all, changing nothing) and sealed with `to`, whose key id is recorded.
-   * Returns how many secrets were re-sealed.
+   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`; see
+   * Store.resealSecrets): the secrets lock taken exclusive first (writers wait at their start,
+   * then seal under `to`), the tables locked against any other writer. Then VACUUM of the two
+   * tables: the old values' dead tuples are removed and their space freed for reuse (their bytes
+   * stay in the files until overwritten, and in WAL segments until recycled: see the README).
    */
-  async resealSecrets(to: Secrets): Promise<number> {
+  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+    const ring = new Secrets([...this.secrets.keys, to], to);
     const client = await this.connect();
+    let n = 0;
     try {
       await client.query("BEGIN");
+      await client.query("SELECT pg_advisory_xact_lock($1, 0)", [LOCK_CLASS_SECRETS]);
       await client.query("LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE");
-      let n = 0;
       const routes = await client.query<Raw>("SELECT id, modules FROM routes");
       for (const raw of routes.rows) {
-        const [id, modules, secrets] = resealRouteModules(raw, this.secrets, to);
+        const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
         if (secrets === 0) continue;
         await client.query("UPDATE routes SET modules = $1 WHERE id = $2", [modules, id]);
         n += secrets;
       }
       const keys = await client.query<Raw>("SELECT route_id, private_key_pem FROM route_saml_keys");
       for (const raw of keys.rows) {
-        const [routeId, privateKey] = resealSamlKey(raw, this.secrets, to);
+        const [routeId, privateKey] = resealSamlKey(raw, ring, ring);
         await client.query("UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2", [
           privateKey,
           routeId,
         ]);
         n++;
       }
-      await setMeta(client, SECRETS_KEY_ID, to.key?.id);
+      await setMeta(client, SECRETS_KEY_ID, to.id);
+      await setMeta(client, SECRETS_KEY_IDS, to.id);
       await client.query("COMMIT");
-      this.secrets = to;
-      return n;
+      this.secrets = ring;
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);
+      client.release();
       throw translate(e);
+    }
+    try {
+      // Outside any transaction (VACUUM refuses to run in one); a replica's open snapshot older
+      // than the commit keeps the dead tuples it may still see: VACUUM VERBOSE would say so.
+      await client.query("VACUUM routes, route_saml_keys");
+      return {
+        secrets: n,
+        purge:
+          "VACUUM of routes and route_saml_keys: the old values' dead tuples removed; their bytes remain on disk until the space is reused, and in WAL segments and backups until they expire",
+      };
+    } catch (e) {
+      return {
+        secrets: n,
+        purge: `re-sealed, but VACUUM failed (${errorMessage(e)}): run VACUUM routes, route_saml_keys yourself`,
+      };
     } finally {
       client.release();
     }
@@ -750,6 +830,15 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** The key id WRITE_BEGIN read: its last statement's one row (none: the store is not sealed). */
+function keyIdOf(began: unknown): string | undefined {
+  const last: unknown = Array.isArray(began) ? began.at(-1) : undefined;
+  const rows: unknown = typeof last === "object" && last !== null ? Reflect.get(last, "rows") : undefined;
+  const row: unknown = Array.isArray(rows) ? rows[0] : undefined;
+  const value: unknown = typeof row === "object" && row !== null ? Reflect.get(row, "value") : undefined;
+  return typeof value === "string" ? value : undefined;
 }
 
 /** Sets (or, with no value, removes) a row of the meta table. */

@@ -27,6 +27,7 @@ import {
   type CreatedObject,
   type CreateMark,
   type RouteChanges,
+  type Resealed,
   type RouteRow,
   type Store,
   type StoreDump,
@@ -43,6 +44,8 @@ import {
   encodeSamlPrivateKey,
   resealRouteModules,
   resealSamlKey,
+  routeSealedKeyIds,
+  SEALED_MODULES_LIKE,
   type Raw,
   samlCertificateRow,
   tlsRestrictionRow,
@@ -50,7 +53,14 @@ import {
   rawRow,
   routeRow,
 } from "./rows";
-import { SECRETS_KEY_ID, Secrets } from "./secrets";
+import {
+  parseKeyIds,
+  SECRETS_KEY_ID,
+  SECRETS_KEY_IDS,
+  Secrets,
+  type SecretsKey,
+  sealedKeyId,
+} from "./secrets";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
 
@@ -208,6 +218,9 @@ export class SqliteStore implements Store, StoreTx {
   private file?: { dev: number; ino: number };
   readonly location: string;
 
+  /** The ring sealing under the store's current key, read once per write transaction (see sealer). */
+  private sealing?: Secrets;
+
   /** Transactions waiting for the connection (the running one holds it). */
   private busy = false;
   private readonly waiting: Array<() => void> = [];
@@ -283,8 +296,10 @@ export class SqliteStore implements Store, StoreTx {
               `the data directory was written by a newer edge-service (schema ${current} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
             );
           }
-          this.checkSecretsKey();
-          if (current === SCHEMA_VERSION) return;
+          if (current === SCHEMA_VERSION) {
+            this.checkSecretsKey();
+            return;
+          }
           for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
           const broken: unknown = this.db.pragma("foreign_key_check");
           if (Array.isArray(broken) && broken.length > 0) {
@@ -295,6 +310,8 @@ export class SqliteStore implements Store, StoreTx {
           this.sql(
             "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
           ).run(String(SCHEMA_VERSION));
+          // On the schema this code reads (the modules column of routes is migration 3's).
+          this.checkSecretsKey();
         })
         .immediate();
     } finally {
@@ -302,11 +319,53 @@ export class SqliteStore implements Store, StoreTx {
     }
   }
 
-  /** Refuses a key that is not the one the data is sealed under; records it on the first start with one. */
+  /**
+   * Refuses a key ring that lacks a key the stored values are sealed under (see
+   * Secrets.checkStoredKeys); records the first key on the first start with one, and the keys in
+   * use after scanning a store of an earlier version (which recorded only one).
+   */
   private checkSecretsKey(): void {
-    const row = this.one("SELECT value FROM meta WHERE key = ?", SECRETS_KEY_ID);
-    const record = this.secrets.checkStoredKeyId(row ? textValue(row) : undefined, this.location);
-    if (record !== undefined) this.setMeta(SECRETS_KEY_ID, record);
+    const meta = (key: string) => {
+      const row = this.one("SELECT value FROM meta WHERE key = ?", key);
+      return row ? textValue(row) : undefined;
+    };
+    const current = meta(SECRETS_KEY_ID);
+    const recorded = meta(SECRETS_KEY_IDS);
+    const record = this.secrets.checkStoredKeys(
+      recorded === undefined
+        ? { current, inUse: this.scanKeyIds(), scanned: true }
+        : { current, inUse: parseKeyIds(recorded), scanned: false },
+      this.location,
+    );
+    if (record === undefined) return;
+    this.setMeta(SECRETS_KEY_ID, record.current);
+    this.setMeta(SECRETS_KEY_IDS, record.inUse.join(","));
+  }
+
+  /** Every key id a stored value is sealed under (read from the rows themselves). */
+  private scanKeyIds(): string[] {
+    const found = new Set<string>();
+    for (const raw of this.all("SELECT id, modules FROM routes WHERE modules LIKE ?", SEALED_MODULES_LIKE)) {
+      routeSealedKeyIds(raw, found);
+    }
+    for (const raw of this.all("SELECT private_key_pem AS value FROM route_saml_keys")) {
+      const kid = sealedKeyId(textValue(raw));
+      if (kid !== undefined) found.add(kid);
+    }
+    return [...found];
+  }
+
+  /**
+   * The store's ring sealing under the key the store names now, read in this write transaction
+   * (once per transaction): `secrets rotate` changes it for every writer at its commit, and
+   * BEGIN IMMEDIATE orders the two.
+   */
+  private sealer(where: string): Secrets {
+    if (this.sealing === undefined) {
+      const row = this.one("SELECT value FROM meta WHERE key = ?", SECRETS_KEY_ID);
+      this.sealing = this.secrets.sealingUnder(row ? textValue(row) : undefined, where);
+    }
+    return this.sealing;
   }
 
   private setMeta(key: string, value: string | undefined): void {
@@ -318,32 +377,59 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   /**
-   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`): each one
-   * opened with this store's key (a value it does not open aborts it all, changing nothing) and
-   * sealed with `to`, whose key id is recorded. Returns how many secrets were re-sealed.
+   * Re-seals every secret under `to` in one transaction (`edge-service secrets rotate`; see
+   * Store.resealSecrets), freed cells zeroed meanwhile (`secure_delete`), then erases the old
+   * values' bytes from the files: the WAL checkpointed and truncated, the database rebuilt
+   * (VACUUM: free pages and the free space of pages hold no old byte after it).
    */
-  async resealSecrets(to: Secrets): Promise<number> {
+  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+    const ring = new Secrets([...this.secrets.keys, to], to);
+    this.db.pragma("secure_delete = ON");
     const count = await this.write(() => {
       let n = 0;
       for (const raw of this.all("SELECT id, modules FROM routes")) {
-        const [id, modules, secrets] = resealRouteModules(raw, this.secrets, to);
+        const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
         if (secrets === 0) continue;
         this.sql("UPDATE routes SET modules = ? WHERE id = ?").run(modules, id);
         n += secrets;
       }
       for (const raw of this.all("SELECT route_id, private_key_pem FROM route_saml_keys")) {
-        const [routeId, privateKey] = resealSamlKey(raw, this.secrets, to);
+        const [routeId, privateKey] = resealSamlKey(raw, ring, ring);
         this.sql("UPDATE route_saml_keys SET private_key_pem = ? WHERE route_id = ?").run(
           privateKey,
           routeId,
         );
         n++;
       }
-      this.setMeta(SECRETS_KEY_ID, to.key?.id);
+      this.setMeta(SECRETS_KEY_ID, to.id);
+      this.setMeta(SECRETS_KEY_IDS, to.id);
       return Promise.resolve(n);
     });
-    this.secrets = to;
-    return count;
+    this.secrets = ring;
+    return { secrets: count, purge: await this.purgeFreedBytes() };
+  }
+
+  /**
+   * The old bytes out of every file: a checkpoint that empties and truncates the WAL (retried
+   * while another connection, a running server, still reads from it), VACUUM, and the same
+   * checkpoint again for the pages VACUUM wrote through the WAL.
+   */
+  private async purgeFreedBytes(): Promise<string> {
+    if (this.location === ":memory:") return "in memory: nothing on disk";
+    const truncate = async (): Promise<boolean> => {
+      for (let attempt = 0; attempt < 100; attempt++) {
+        const row: unknown = this.db.prepare("PRAGMA wal_checkpoint(TRUNCATE)").get();
+        if (typeof row === "object" && row !== null && Number(Reflect.get(row, "busy")) === 0) return true;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return false;
+    };
+    const first = await truncate();
+    await this.exclusive(() => Promise.resolve(this.db.exec("VACUUM")));
+    const second = await truncate();
+    return first && second
+      ? "database rebuilt (VACUUM), WAL emptied"
+      : "database rebuilt (VACUUM); the WAL could not be emptied while another process read from it (a running service): its old frames are overwritten as it restarts, or run secrets rotate again with the service stopped";
   }
 
   async apiKeys(): Promise<ApiKeyRow[]> {
@@ -422,6 +508,7 @@ export class SqliteStore implements Store, StoreTx {
     return this.exclusive(async () => {
       try {
         this.sql("BEGIN IMMEDIATE").run();
+        this.sealing = undefined;
         try {
           const result = await fn(this);
           this.sql("COMMIT").run();
@@ -536,6 +623,9 @@ export class SqliteStore implements Store, StoreTx {
             .run(...cols.map((c) => row[c]));
         }
       }
+      // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
+      this.setMeta(SECRETS_KEY_IDS, undefined);
+      this.checkSecretsKey();
       return Promise.resolve();
     });
   }
@@ -592,7 +682,7 @@ export class SqliteStore implements Store, StoreTx {
           r.description,
           r.metadata,
           r.created_at,
-          encodeModules(r.modules, this.secrets, r.id),
+          encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
           made?.key ?? null,
           made?.request ?? null,
         ).lastInsertRowid,
@@ -621,7 +711,14 @@ export class SqliteStore implements Store, StoreTx {
     try {
       this.sql(
         "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
-      ).run(c.match_type, c.match, c.description, c.metadata, encodeModules(c.modules, this.secrets, id), id);
+      ).run(
+        c.match_type,
+        c.match,
+        c.description,
+        c.metadata,
+        encodeModules(c.modules, this.sealer(`route ${id}`), id),
+        id,
+      );
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
@@ -647,7 +744,7 @@ export class SqliteStore implements Store, StoreTx {
   async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
     this.sql(
       "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
-    ).run(routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.secrets));
+    ).run(routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`)));
   }
 
   // ------------------------------------------------------------------ TLS IP restriction

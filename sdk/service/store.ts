@@ -9,7 +9,7 @@
  */
 
 import type { MatchType, ModuleRequest, RouteModuleName, Scope, TlsIpRestrictionMutate } from "../contract";
-import type { Secrets } from "./secrets";
+import type { Secrets, SecretsKey } from "./secrets";
 
 /** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
 export type StoredModules = { [M in RouteModuleName]?: ModuleRequest<M> };
@@ -163,6 +163,14 @@ export interface PoolStats {
   max: number;
 }
 
+/** What `Store.resealSecrets` did. */
+export interface Resealed {
+  /** Secrets re-sealed (plaintext ones included). */
+  secrets: number;
+  /** What was done to erase the old values' bytes, and what is left, for the operator. */
+  purge: string;
+}
+
 export interface Store {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for people: a database file, or a PostgreSQL URL without its password. */
@@ -193,12 +201,14 @@ export interface Store {
    */
   load(dump: StoreDump): Promise<void>;
   /**
-   * Re-seals every stored secret under `to` in one transaction (`edge-service secrets rotate`):
-   * each opened with the store's own key, plaintext ones taken as they are; a value the store's
-   * key does not open aborts it all, changing nothing. Records `to`'s key id as the data's; the
-   * store seals with `to` afterwards. Returns how many secrets were re-sealed.
+   * Re-seals every stored secret under `to` in one transaction (`edge-service secrets rotate`),
+   * writers held off meanwhile: each opened with the store's key ring (or `to`: a store left
+   * mixed by a rotation under load is repaired), plaintext ones taken as they are; a value the
+   * ring does not open aborts it all, changing nothing. Records `to` as the key every writer seals
+   * under from then on, and as the only key in use. Then erases what the old values left behind
+   * in the store's files (SQLite) or dead tuples (PostgreSQL), as far as the store can.
    */
-  resealSecrets(to: Secrets): Promise<number>;
+  resealSecrets(to: SecretsKey): Promise<Resealed>;
   /** Every named API key, revoked ones included, oldest first (read outside any transaction). */
   apiKeys(): Promise<ApiKeyRow[]>;
   /** Stores a new key; a name or hash already stored (revoked keys included) is a UniqueViolation. */

@@ -6,10 +6,10 @@ export interface EmbeddedTransportOptions {
   /** Data directory of the embedded database (created on first use), or ":memory:". */
   dataDir: string;
   /**
-   * A file holding the key that seals secrets at rest (as `edge-service --secrets-key-file`);
-   * default: the environment's `EDGE_SECRETS_KEY`, else none (stored unsealed).
+   * A file holding the key that seals secrets at rest (as `edge-service --secrets-key-file`; several:
+   * a key ring); default: the environment's `EDGE_SECRETS_KEY`, else none (stored unsealed).
    */
-  secretsKeyFile?: string;
+  secretsKeyFile?: string | readonly string[];
 }
 
 /** Origin of in-process requests; Refs returned by the embedded service are built on it. */
