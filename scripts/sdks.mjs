@@ -14,9 +14,11 @@
 // (tidy: go.mod and go.sum). `npm pack` puts the wheel and the Go module beside the tarball (scripts/postpack.mjs).
 // Regenerates only when the schema, the generator or the download URL changed (stamp in dist/sdks/.stamp).
 //
-// EDGE_PLUGIN_DOWNLOAD_URL: the schema's pluginDownloadURL for these SDKs (default: the committed
-// schema's, this project's releases): where the engine downloads the plugin archive a program
-// needs (scripts/plugin-archive.mjs). A platform team packs with its artifact server's URL.
+// EDGE_PLUGIN_DOWNLOAD_URL: the schema's pluginDownloadURL for these SDKs: where the engine
+// downloads the plugin archive a program needs (scripts/plugin-archive.mjs), e.g. a platform
+// team's artifact server. Default: none, as in the committed schema: the engine then takes the
+// plugin from Pulumi.yaml's plugins: paths or its plugin cache (pulumi plugin install --file).
+// It is part of the default provider's name in a stack's state: keep it stable across releases.
 // `--out DIR [--languages python,go]` generates into DIR/sdks/<language> (and the wheel into
 // DIR/python) instead of dist, leaving dist alone: a release for another URL, or a test's.
 import { execFileSync } from "node:child_process";

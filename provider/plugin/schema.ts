@@ -338,15 +338,6 @@ const CONFIG: Record<string, PropertySpec> = {
   },
 };
 
-/**
- * Where the engine downloads the plugin from when a program needs it and the plugin cache has it
- * not: `<url>/pulumi-resource-edge-v<version>-<os>-<arch>.tar.gz` (the engine puts in `${VERSION}`).
- * The default is this project's releases; a platform team packs with its artifact server's URL
- * instead (EDGE_PLUGIN_DOWNLOAD_URL at `npm pack`, scripts/sdks.mjs), which every SDK then carries.
- */
-export const DEFAULT_PLUGIN_DOWNLOAD_URL =
-  "https://github.com/pulumi-edge/pulumi-edge/releases/download/v${VERSION}";
-
 /** The package schema for `version` (the npm package's version). */
 export function buildSchema(version: string): PackageSchema {
   const b = new Builder();
@@ -370,7 +361,9 @@ export function buildSchema(version: string): PackageSchema {
       "Routes, modules and edges of the HTTPS/TLS edge management API, with a bundled implementation of that API (embedded by default).",
     keywords: ["pulumi", "edge", "category/network", "kind/native"],
     license: "Apache-2.0",
-    pluginDownloadURL: DEFAULT_PLUGIN_DOWNLOAD_URL,
+    // No pluginDownloadURL here: it is a release's, set when packing (EDGE_PLUGIN_DOWNLOAD_URL,
+    // scripts/sdks.mjs). The engine names a stack's default provider after it, so a default
+    // here would rename the provider of every stack deployed without one.
     meta: { moduleFormat: "(.*)" },
     config: { variables: CONFIG },
     provider: {
