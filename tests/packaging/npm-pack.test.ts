@@ -122,7 +122,7 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   await moved.preview({ ...quiet, expectNoChanges: true });
   const destroy = await moved.destroy(quiet);
   expect(destroy.summary.resourceChanges?.delete).toBe(5);
-});
+}, 600_000); // npm pack builds the SDKs and six archives, then npm install and four engine runs
 
 test("the installed package carries the plugin and every generated SDK; the plugin runs from node_modules", async () => {
   const project = join(base, "moved", "project-b");
