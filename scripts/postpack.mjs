@@ -4,10 +4,18 @@
 //   pulumi-edge-go-<version>/                the Go module github.com/pulumi-edge/pulumi-edge/sdk/go:
 //                                            go mod edit -replace github.com/pulumi-edge/pulumi-edge/sdk/go=./pulumi-edge-go-<version>
 // Both are built by prepack (npm run sdks) and ship inside the tarball too (dist/python, dist/sdks/go).
+// And what a Pulumi user of any language needs no npm for (scripts/plugin-archive.mjs):
+//   pulumi-resource-edge-v<version>-<os>-<arch>.tar.gz   the plugin, as the engine downloads it from
+//                                            the SDKs' pluginDownloadURL (EDGE_PLUGIN_DOWNLOAD_URL)
+//   edge-service-v<version>-<os>-<arch>.tar.gz   the service, the same way (see Dockerfile)
+//   checksums.txt                            their SHA-256 (sha256sum -c; pulumi plugin install --checksum)
+// for linux-amd64, linux-arm64 and darwin-arm64, or EDGE_ARCHIVE_PLATFORMS (comma-separated).
 // Only for `npm pack` (not publish, not --dry-run): it writes where the tarball goes.
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+
+import { buildArchives } from "./plugin-archive.mjs";
 
 const require = createRequire(import.meta.url);
 const ROOT = require("./engine.js").ROOT;
@@ -33,3 +41,5 @@ const goModule = path.join(dest, `pulumi-edge-go-${version}`);
 fs.rmSync(goModule, { recursive: true, force: true });
 fs.cpSync(path.join(ROOT, "dist", "sdks", "go"), goModule, { recursive: true });
 log(`${goModule}${path.sep} (Go module github.com/pulumi-edge/pulumi-edge/sdk/go)`);
+
+await buildArchives({ out: dest, platforms: process.env.EDGE_ARCHIVE_PLATFORMS?.split(",").filter(Boolean) });

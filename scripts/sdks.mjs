@@ -12,7 +12,15 @@
 // the Python SDK is also built into a wheel, dist/python/pulumi_edge-<version>-py3-none-any.whl
 // (`pip install` it from the file); dist/sdks/go is the Go module github.com/pulumi-edge/pulumi-edge/sdk/go
 // (tidy: go.mod and go.sum). `npm pack` puts the wheel and the Go module beside the tarball (scripts/postpack.mjs).
-// Regenerates only when the schema or the generator changed (stamp in dist/sdks/.stamp).
+// Regenerates only when the schema, the generator or the download URL changed (stamp in dist/sdks/.stamp).
+//
+// EDGE_PLUGIN_DOWNLOAD_URL: the schema's pluginDownloadURL for these SDKs: where the engine
+// downloads the plugin archive a program needs (scripts/plugin-archive.mjs), e.g. a platform
+// team's artifact server. Default: none, as in the committed schema: the engine then takes the
+// plugin from Pulumi.yaml's plugins: paths or its plugin cache (pulumi plugin install --file).
+// It is part of the default provider's name in a stack's state: keep it stable across releases.
+// `--out DIR [--languages python,go]` generates into DIR/sdks/<language> (and the wheel into
+// DIR/python) instead of dist, leaving dist alone: a release for another URL, or a test's.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
@@ -20,6 +28,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
 
 const require = createRequire(import.meta.url);
 const engine = require("./engine.js");
@@ -27,7 +36,11 @@ const { ensureVenv } = require("./venv.js");
 const ROOT = engine.ROOT;
 const SCHEMA = path.join(ROOT, "provider/plugin/schema.json");
 const SDKGEN_SRC = path.join(ROOT, "scripts/sdkgen");
-const OUT = path.join(ROOT, "dist/sdks");
+const { values: args } = parseArgs({ options: { out: { type: "string" }, languages: { type: "string" } } });
+const OUT = args.out ? path.resolve(args.out, "sdks") : path.join(ROOT, "dist/sdks");
+const WHEEL_DIR = args.out ? path.resolve(args.out, "python") : path.join(ROOT, "dist/python");
+const LANGUAGES = args.languages?.split(",").filter(Boolean) ?? ["nodejs", "python", "go"];
+const DOWNLOAD_URL = process.env.EDGE_PLUGIN_DOWNLOAD_URL || undefined;
 const log = (m) => console.log(`[sdks] ${m}`);
 const PULUMI_VERSION = require("../package.json").dependencies["@pulumi/pulumi"];
 
@@ -54,12 +67,27 @@ function sdkgen() {
   return bin;
 }
 
+/** The schema the SDKs are generated from: the committed one, with EDGE_PLUGIN_DOWNLOAD_URL if set. */
+function schemaFile(work) {
+  if (!DOWNLOAD_URL) return SCHEMA;
+  if (!/^(https?|github|gitlab):\/\//.test(DOWNLOAD_URL))
+    throw new Error(
+      `EDGE_PLUGIN_DOWNLOAD_URL=${DOWNLOAD_URL}: give an http(s):// URL (the directory holding the archives)`,
+    );
+  const schema = JSON.parse(fs.readFileSync(SCHEMA, "utf8"));
+  schema.pluginDownloadURL = DOWNLOAD_URL;
+  const file = path.join(work, "schema.json");
+  fs.writeFileSync(file, JSON.stringify(schema, null, 2));
+  return file;
+}
+
 function generate() {
   const gen = sdkgen();
   const stampFile = path.join(OUT, ".stamp");
   // This script is part of the stamp: a change to how the SDKs are laid out regenerates them.
-  const stamp = `${hash(SCHEMA, fileURLToPath(import.meta.url))} ${path.basename(path.dirname(gen))}`;
+  const stamp = `${hash(SCHEMA, fileURLToPath(import.meta.url))} ${path.basename(path.dirname(gen))} ${DOWNLOAD_URL ?? ""}`;
   if (
+    !args.out &&
     fs.existsSync(stampFile) &&
     fs.readFileSync(stampFile, "utf8") === stamp &&
     fs.existsSync(path.join(ROOT, "dist/packaged/index.js"))
@@ -68,16 +96,23 @@ function generate() {
     return;
   }
   fs.rmSync(OUT, { recursive: true, force: true });
-  for (const language of ["nodejs", "python", "go"]) {
-    execFileSync(gen, ["-schema", SCHEMA, "-language", language, "-out", path.join(OUT, language)], {
-      stdio: "inherit",
-    });
-    log(`${language}: dist/sdks/${language}`);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-schema-"));
+  try {
+    const schema = schemaFile(work);
+    for (const language of LANGUAGES) {
+      execFileSync(gen, ["-schema", schema, "-language", language, "-out", path.join(OUT, language)], {
+        stdio: "inherit",
+      });
+      log(`${language}: ${path.join(OUT, language)}${DOWNLOAD_URL ? ` (plugin from ${DOWNLOAD_URL})` : ""}`);
+    }
+    if (LANGUAGES.includes("go")) goModule();
+    if (LANGUAGES.includes("python")) pythonWheel();
+    if (args.out) return; // a release elsewhere: dist's .NET and Node.js builds stay as they are
+    dotnet(schema);
+    compileNode();
+  } finally {
+    fs.rmSync(work, { recursive: true, force: true });
   }
-  goModule();
-  pythonWheel();
-  dotnet();
-  compileNode();
   fs.writeFileSync(stampFile, stamp);
 }
 
@@ -123,7 +158,7 @@ function goModule() {
     ].join("\n"),
   );
   go(dir, ["mod", "tidy"]);
-  log(`go: module github.com/pulumi-edge/pulumi-edge/sdk/go (go ${goLine}) in dist/sdks/go`);
+  log(`go: module github.com/pulumi-edge/pulumi-edge/sdk/go (go ${goLine}) in ${dir}`);
 }
 
 /** What builds the wheel: the SDK's build backend (pyproject.toml: setuptools), pinned. */
@@ -136,7 +171,7 @@ const WHEEL_TOOLS = "setuptools==84.2.1\n";
  */
 function pythonWheel() {
   const src = path.join(OUT, "python");
-  const outDir = path.join(ROOT, "dist/python");
+  const outDir = WHEEL_DIR;
   // The project's README is the package description; the generator writes it into the package only.
   fs.copyFileSync(path.join(src, "pulumi_edge", "README.md"), path.join(src, "README.md"));
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-wheel-"));
@@ -164,16 +199,16 @@ function pythonWheel() {
     fs.rmSync(work, { recursive: true, force: true });
   }
   const wheels = fs.readdirSync(outDir);
-  log(`python: wheel dist/python/${wheels.join(", ")}`);
+  log(`python: wheel ${outDir}/${wheels.join(", ")}`);
 }
 
-function dotnet() {
+function dotnet(schema) {
   // gen-sdk needs a backend to start; a throwaway one, removed after.
   const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-sdks-state-"));
   try {
     execFileSync(
       path.join(engine.PULUMI_BIN, "pulumi"),
-      ["package", "gen-sdk", SCHEMA, "--language", "dotnet", "-o", OUT],
+      ["package", "gen-sdk", schema, "--language", "dotnet", "-o", OUT],
       {
         stdio: "pipe",
         env: {

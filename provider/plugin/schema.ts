@@ -61,6 +61,7 @@ export interface PackageSchema {
   keywords: string[];
   license: string;
   repository?: string;
+  pluginDownloadURL?: string;
   meta: { moduleFormat: string };
   config: { variables: Record<string, PropertySpec> };
   provider: { description: string; inputProperties: Record<string, PropertySpec> };
@@ -360,6 +361,9 @@ export function buildSchema(version: string): PackageSchema {
       "Routes, modules and edges of the HTTPS/TLS edge management API, with a bundled implementation of that API (embedded by default).",
     keywords: ["pulumi", "edge", "category/network", "kind/native"],
     license: "Apache-2.0",
+    // No pluginDownloadURL here: it is a release's, set when packing (EDGE_PLUGIN_DOWNLOAD_URL,
+    // scripts/sdks.mjs). The engine names a stack's default provider after it, so a default
+    // here would rename the provider of every stack deployed without one.
     meta: { moduleFormat: "(.*)" },
     config: { variables: CONFIG },
     provider: {

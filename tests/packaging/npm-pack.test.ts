@@ -122,7 +122,7 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   await moved.preview({ ...quiet, expectNoChanges: true });
   const destroy = await moved.destroy(quiet);
   expect(destroy.summary.resourceChanges?.delete).toBe(5);
-});
+}, 600_000); // npm pack builds the SDKs and six archives, then npm install and four engine runs
 
 test("the installed package carries the plugin and every generated SDK; the plugin runs from node_modules", async () => {
   const project = join(base, "moved", "project-b");
@@ -272,4 +272,20 @@ func main() {
   );
   await run("go", ["build", "-o", "consumer", "."], program, env);
   expect(existsSync(join(program, "consumer"))).toBe(true);
+});
+
+test("beside the tarball: the plugin and the service as one archive per platform, and their checksums.txt", () => {
+  const sums = readFileSync(join(base, "checksums.txt"), "utf8");
+  for (const platform of ["linux-amd64", "linux-arm64", "darwin-arm64"]) {
+    for (const program of ["pulumi-resource-edge", "edge-service"]) {
+      const archive = `${program}-v${VERSION}-${platform}.tar.gz`;
+      // sha256sum's format: what `sha256sum -c` and `pulumi plugin install --checksum` take.
+      const sha = execFileSync("sha256sum", [archive], { cwd: base, encoding: "utf8" });
+      expect(sums).toContain(sha);
+      const listing = execFileSync("tar", ["-tzf", join(base, archive)], { encoding: "utf8" }).split("\n");
+      expect(listing).toEqual(
+        expect.arrayContaining([program, `${program}.js`, "node_modules/libsql/index.js"]),
+      );
+    }
+  }
 });
