@@ -38,7 +38,9 @@ export function bodyShapeProblem(bytes: Uint8Array): Problem | undefined {
   /** A value starts in the innermost container: count it (an array's item). */
   const valueStarts = (): Problem | undefined => {
     if (++values > BODY_MAX_VALUES) {
-      return { field: "", msg: `the request body holds more than ${BODY_MAX_VALUES} values` };
+      // Named by its top-level field (the path where the count passed may be 20,000 levels deep).
+      const field = stack.length > 1 ? formatPath([stack[1]!.at!]) : (stack[0]?.key ?? "");
+      return { field, msg: `holds more values than a request body may (${BODY_MAX_VALUES} in all)` };
     }
     const top = stack.at(-1);
     if (top && !top.object && ++top.count > top.max)
@@ -69,13 +71,21 @@ export function bodyShapeProblem(bytes: Uint8Array): Problem | undefined {
       }
       if (top?.object && top.expectKey) {
         top.expectKey = false;
-        if (++top.count > top.max) return { field: pathOf(), msg: tooManyItemsMessage(top.max) };
         // Keys are short; one with escapes is read as JSON to get it exactly.
         const raw = bytes.subarray(i, end + 1);
         try {
           top.key = escaped ? String(JSON.parse(utf8.decode(raw))) : utf8.decode(raw.subarray(1, -1));
         } catch {
           return undefined; // not JSON: JSON.parse says so
+        }
+        if (++top.count > top.max) {
+          // The body itself has no field name: the key past the bound is named instead.
+          return stack.length > 1
+            ? { field: pathOf(), msg: tooManyItemsMessage(top.max) }
+            : {
+                field: formatPath([top.key]),
+                msg: `is a field too many (a request body holds at most ${top.max})`,
+              };
         }
       } else {
         const problem = valueStarts();
