@@ -41,7 +41,7 @@ export interface RouteCompressionArgs {
 export interface RouteIpRestrictionArgs {
   /** True applies the module to traffic; false disables it. Default true. */
   enabled?: pulumi.Input<boolean>;
-  /** All IP policies used to check whether a source IP may access the endpoint. At least one; their order carries no meaning. */
+  /** All IP policies used to check whether a source IP may access the endpoint. At least one, at most 50; their order carries no meaning. */
   ipPolicyIds: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -69,15 +69,15 @@ export interface RouteOAuthGithubArgs {
   clientId?: pulumi.Input<string>;
   /** Client secret of your own OAuth app. Requires client_id. */
   clientSecret?: pulumi.Input<string>;
-  /** Provider-specific scopes. Allowed only with your own app (client_id and client_secret). */
+  /** Provider-specific scopes. Allowed only with your own app (client_id and client_secret). At most 100 items. */
   scopes?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Email addresses (lowercase) of authenticated users who are allowed access. */
+  /** Email addresses (lowercase) of authenticated users who are allowed access. At most 1000 items. */
   emailAddresses?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Email domains (lowercase) of authenticated users who are allowed access. */
+  /** Email domains (lowercase) of authenticated users who are allowed access. At most 1000 items. */
   emailDomains?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Team identifiers in slug format qualified with the organization, "<org_slug>/<team_slug>". A member of any listed team is allowed. */
+  /** Team identifiers in slug format qualified with the organization, "<org_slug>/<team_slug>". A member of any listed team is allowed. At most 100 items. */
   teams?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Organization slugs. A member of any listed organization is allowed. */
+  /** Organization slugs. A member of any listed organization is allowed. At most 100 items. */
   organizations?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -87,11 +87,11 @@ export interface RouteOAuthIdentityProviderArgs {
   clientId?: pulumi.Input<string>;
   /** Client secret of your own OAuth app. Requires client_id. */
   clientSecret?: pulumi.Input<string>;
-  /** Provider-specific scopes. Allowed only with your own app (client_id and client_secret). */
+  /** Provider-specific scopes. Allowed only with your own app (client_id and client_secret). At most 100 items. */
   scopes?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Email addresses (lowercase) of authenticated users who are allowed access. */
+  /** Email addresses (lowercase) of authenticated users who are allowed access. At most 1000 items. */
   emailAddresses?: pulumi.Input<pulumi.Input<string>[]>;
-  /** Email domains (lowercase) of authenticated users who are allowed access. */
+  /** Email domains (lowercase) of authenticated users who are allowed access. At most 1000 items. */
   emailDomains?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -133,7 +133,7 @@ export interface RouteOidcArgs {
   clientId: pulumi.Input<string>;
   /** Client secret of the OIDC app. */
   clientSecret: pulumi.Input<string>;
-  /** Scopes requested from the identity provider. */
+  /** Scopes requested from the identity provider. At most 100 items. */
   scopes?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -141,9 +141,9 @@ export interface RouteOidcArgs {
 export interface RouteRequestHeadersArgs {
   /** True applies the module to traffic; false disables it. Default true. */
   enabled?: pulumi.Input<boolean>;
-  /** Header name to value, injected into the HTTP request before it goes to the upstream server. Names are kept exactly as written. */
+  /** Header name to value, injected into the HTTP request before it goes to the upstream server. Names are kept exactly as written. At most 100 headers. */
   add?: pulumi.Input<Record<string, pulumi.Input<string>>>;
-  /** Header names removed from the request before it goes to the upstream server. */
+  /** Header names removed from the request before it goes to the upstream server. At most 100 items. */
   remove?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -151,9 +151,9 @@ export interface RouteRequestHeadersArgs {
 export interface RouteResponseHeadersArgs {
   /** True applies the module to traffic; false disables it. Default true. */
   enabled?: pulumi.Input<boolean>;
-  /** Header name to value, injected into the HTTP response returned to the client. Names are kept exactly as written. */
+  /** Header name to value, injected into the HTTP response returned to the client. Names are kept exactly as written. At most 100 headers. */
   add?: pulumi.Input<Record<string, pulumi.Input<string>>>;
-  /** Header names removed from the response returned to the client. */
+  /** Header names removed from the response returned to the client. At most 100 items. */
   remove?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -175,7 +175,7 @@ export interface RouteSamlArgs {
   forceAuthn?: pulumi.Input<boolean>;
   /** When true, the IdP may start a login directly. The IdP should set the RelayState parameter to the target URL to which the user is sent after the assertion is processed. */
   allowIdpInitiated?: pulumi.Input<boolean>;
-  /** When present, only members of one of the listed groups may access the endpoint. */
+  /** When present, only members of one of the listed groups may access the endpoint. At most 100 items. */
   authorizedGroups?: pulumi.Input<pulumi.Input<string>[]>;
   /** Name identifier format the service expects in assertions. Default urn:oasis:names:tc:SAML:2.0:nameid-format:persistent. */
   nameidFormat?: pulumi.Input<SamlNameIdFormat>;
@@ -193,9 +193,9 @@ export interface RouteTrafficPolicyArgs {
 export interface RouteUserAgentFilterArgs {
   /** True applies the module to traffic; false disables it. Default true. */
   enabled?: pulumi.Input<boolean>;
-  /** User agents allowed (the contract gives no further semantics). */
+  /** User agents allowed (the contract gives no further semantics). At most 100 items. */
   allow?: pulumi.Input<pulumi.Input<string>[]>;
-  /** User agents denied (the contract gives no further semantics). */
+  /** User agents denied (the contract gives no further semantics). At most 100 items. */
   deny?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -228,7 +228,7 @@ export interface HttpsEdgeArgs {
   description?: pulumi.Input<string>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   metadata?: pulumi.Input<string>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -238,7 +238,7 @@ export interface TlsEdgeArgs {
   description?: pulumi.Input<string>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   metadata?: pulumi.Input<string>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -290,7 +290,7 @@ export interface TlsEdgeIpRestrictionArgs {
   edgeId: pulumi.Input<string>;
   /** True applies the module to traffic; false disables it. Default true. */
   enabled?: pulumi.Input<boolean>;
-  /** All IP policies used to check whether a source IP may access the endpoint. At least one; their order carries no meaning. */
+  /** All IP policies used to check whether a source IP may access the endpoint. At least one, at most 50; their order carries no meaning. */
   ipPolicyIds: pulumi.Input<pulumi.Input<string>[]>;
   /** Take over a module that already exists on the edge (its configuration is replaced by this one). Without it, creating over an existing module fails rather than overwrite it. */
   adopt?: pulumi.Input<boolean>;

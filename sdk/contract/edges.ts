@@ -1,5 +1,6 @@
 /** HTTPS and TLS edges, and the TLS edge's IP restriction module. */
 import { z } from "zod";
+import { LIST_MAX_ITEMS, tooManyItemsMessage } from "./limits";
 import { ipPolicyMutateSchema, ipPolicyResponseSchema } from "./modules";
 import { descriptionSchema, metadataSchema, routeSchema } from "./routes";
 
@@ -19,8 +20,11 @@ export const edgeCreateSchema = z.strictObject({
   metadata: metadataSchema.default("").describe(metadataSchema.description!),
   hostports: z
     .array(hostportSchema, { error: "must be a list of host:port strings" })
+    .max(LIST_MAX_ITEMS.hostports, { error: tooManyItemsMessage(LIST_MAX_ITEMS.hostports) })
     .default([])
-    .describe('Host and port pairs the edge listens on, e.g. "example.com:443".'),
+    .describe(
+      `Host and port pairs the edge listens on, e.g. "example.com:443". At most ${LIST_MAX_ITEMS.hostports}.`,
+    ),
 });
 export type EdgeCreate = z.input<typeof edgeCreateSchema>;
 

@@ -20,6 +20,11 @@ export const ERROR_CODES = {
   internal: { code: "ERR_EDGE_500", status: 500 },
   /** The database cannot be reached for now (restart, failover): retry after Retry-After. */
   unavailable: { code: "ERR_EDGE_503", status: 503 },
+  /**
+   * The service cannot store changes for now: its disk is full, or its storage accepts no writes
+   * (read-only). Nothing was changed, whatever the method: retry after Retry-After.
+   */
+  storageUnavailable: { code: "ERR_EDGE_507", status: 503 },
 } as const;
 
 export type ErrorKind = keyof typeof ERROR_CODES;

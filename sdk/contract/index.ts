@@ -10,6 +10,7 @@ export * from "./modules";
 export * from "./openapi";
 export * from "./operations";
 export * from "./problems";
+export * from "./body-scan";
 export * from "./render";
 export * from "./routes";
 export * from "./wire";

@@ -16,6 +16,51 @@ export const PAGE_LIMIT_DEFAULT = 100;
 /** An error answer lists at most this many problems (and counts the rest): its size stays bounded. */
 export const MAX_REPORTED_PROBLEMS = 100;
 
+/**
+ * The most items each list (and header map) of a request may hold, by field name: the schemas
+ * take their bounds from here, and so does the check of a body's bytes before it is parsed (see
+ * `bodyShapeProblem`), which knows no more of a body than its field names. A 1 MiB body
+ * holds 250,000 items; unbounded, four such bodies at once held the event loop for seconds and
+ * took 500 MB (RELIABILITY.md). The bounds are generous for any real configuration: an edge
+ * listens on a few host:port pairs, a request carries well under 100 headers (common proxies
+ * refuse more), an allow-list of emails or domains may be long.
+ */
+export const LIST_MAX_ITEMS = {
+  hostports: 50,
+  ip_policy_ids: 50,
+  /** Header maps of the header modules (name → value). */
+  add: 100,
+  /** Header name lists of the header modules. */
+  remove: 100,
+  scopes: 100,
+  organizations: 100,
+  teams: 100,
+  authorized_groups: 100,
+  allow: 100,
+  deny: 100,
+  email_addresses: 1000,
+  email_domains: 1000,
+} as const satisfies Record<string, number>;
+/**
+ * The most items any other array, and keys any other object, of a request body may hold (an
+ * unknown field's included).
+ */
+export const BODY_MAX_ITEMS = 1000;
+/**
+ * The most values (objects, arrays, strings, numbers, literals) a request body may hold in all: a
+ * route with every module and long lists holds a few thousand. Parsing 250,000 values took 50 to
+ * 130 ms of the event loop per body on a loaded 2-core machine.
+ */
+export const BODY_MAX_VALUES = 20_000;
+/** The error message for a list or map over its bound, the same wherever it is checked. */
+export const tooManyItemsMessage = (max: number): string => `must hold at most ${max} items`;
+
+/** The bound on the items of a body's array or object found at `key` (LIST_MAX_ITEMS, else BODY_MAX_ITEMS). */
+export const maxItemsAt = (key: PropertyKey | undefined): number =>
+  typeof key === "string" && Object.hasOwn(LIST_MAX_ITEMS, key)
+    ? LIST_MAX_ITEMS[key as keyof typeof LIST_MAX_ITEMS]
+    : BODY_MAX_ITEMS;
+
 /** Identifiers (path parameters, backend and IP policy ids): this character set, 1..64 long. */
 export const ID_PATTERN = /^[A-Za-z0-9_]{1,64}$/;
 

@@ -11,11 +11,13 @@ import {
   DEFAULT_COOKIE_PREFIX,
   DEFAULT_NAMEID_FORMAT,
   ID_PATTERN,
+  LIST_MAX_ITEMS,
   NAMEID_FORMATS,
   NUM_BUCKETS_MAX,
   NUM_BUCKETS_MIN,
   OAUTH_PROVIDER_KEYS,
   SECRETLESS_WEBHOOK_PROVIDER,
+  tooManyItemsMessage,
   UINT32_MAX,
   WEBHOOK_PROVIDERS,
 } from "./limits";
@@ -34,9 +36,13 @@ const uint32 = z
   .min(0, { error: `must be between 0 and ${UINT32_MAX}` })
   .max(UINT32_MAX, { error: `must be between 0 and ${UINT32_MAX}` });
 const text = z.string({ error: "must be a string" }).default("");
-const textList = z
-  .array(z.string({ error: "must be a string" }), { error: "must be a list of strings" })
-  .default([]);
+/** A list of at most `max` items (LIST_MAX_ITEMS), the bound said in its description too. */
+const boundedList = <T extends z.ZodType>(item: T, max: number, error: string) =>
+  z.array(item, { error }).max(max, { error: tooManyItemsMessage(max) });
+/** " At most N." for a list's description (OpenAPI and the plugin schema carry it). */
+const atMost = (max: number, what = "items") => ` At most ${max} ${what}.`;
+const textList = (max: number) =>
+  boundedList(z.string({ error: "must be a string" }), max, "must be a list of strings").default([]);
 const requiredText = (what: string) =>
   z
     .string({ error: `${what} is required (a non-empty string)` })
@@ -47,14 +53,14 @@ export const idSchema = z
   .string({ error: "must be a string identifier" })
   .regex(ID_PATTERN, { error: "must be 1 to 64 characters from A-Z, a-z, 0-9 and _" });
 
-const lowercaseList = z
-  .array(
+const lowercaseList = (max: number) =>
+  boundedList(
     z
       .string({ error: "must be a string" })
       .refine((s) => s === s.toLowerCase(), { error: "must be lowercase" }),
-    { error: "must be a list of strings" },
-  )
-  .default([]);
+    max,
+    "must be a list of strings",
+  ).default([]);
 
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header name → value. Keys are kept exactly as sent; two keys equal but for case are refused. */
@@ -65,8 +71,13 @@ const headerMap = z
     { error: "must be an object mapping header names to values" },
   )
   .superRefine((map, ctx) => {
+    const keys = Object.keys(map);
+    if (keys.length > LIST_MAX_ITEMS.add) {
+      ctx.addIssue({ code: "custom", message: tooManyItemsMessage(LIST_MAX_ITEMS.add) });
+      return;
+    }
     const seen = new Map<string, string>();
-    for (const key of Object.keys(map)) {
+    for (const key of keys) {
       const lower = key.toLowerCase();
       const first = seen.get(lower);
       if (first !== undefined) {
@@ -78,12 +89,13 @@ const headerMap = z
       } else seen.set(lower, key);
     }
   })
+  .meta({ maxProperties: LIST_MAX_ITEMS.add })
   .default({});
-const headerNameList = z
-  .array(z.string().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }), {
-    error: "must be a list of header names",
-  })
-  .default([]);
+const headerNameList = boundedList(
+  z.string().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }),
+  LIST_MAX_ITEMS.remove,
+  "must be a list of header names",
+).default([]);
 
 /** Ref: how responses point at another resource. */
 export const refSchema = z.object({
@@ -133,11 +145,10 @@ export const backendResponseSchema = z
 export const ipPolicyMutateSchema = z
   .strictObject({
     enabled,
-    ip_policy_ids: z
-      .array(idSchema, { error: "must be a list of IP policy ids" })
+    ip_policy_ids: boundedList(idSchema, LIST_MAX_ITEMS.ip_policy_ids, "must be a list of IP policy ids")
       .min(1, { error: "must list at least one IP policy id" })
       .describe(
-        "All IP policies used to check whether a source IP may access the endpoint. At least one; their order carries no meaning.",
+        `All IP policies used to check whether a source IP may access the endpoint. At least one, at most ${LIST_MAX_ITEMS.ip_policy_ids}; their order carries no meaning.`,
       ),
   })
   .describe("IP restriction module: only source IPs allowed by its IP policies get through.");
@@ -211,10 +222,10 @@ export const requestHeadersSchema = z
   .strictObject({
     enabled,
     add: headerMap.describe(
-      "Header name to value, injected into the HTTP request before it goes to the upstream server. Names are kept exactly as written.",
+      `Header name to value, injected into the HTTP request before it goes to the upstream server. Names are kept exactly as written.${atMost(LIST_MAX_ITEMS.add, "headers")}`,
     ),
     remove: headerNameList.describe(
-      "Header names removed from the request before it goes to the upstream server.",
+      `Header names removed from the request before it goes to the upstream server.${atMost(LIST_MAX_ITEMS.remove)}`,
     ),
   })
   .describe("Request headers module: adds and removes headers of requests going upstream.");
@@ -222,9 +233,11 @@ export const responseHeadersSchema = z
   .strictObject({
     enabled,
     add: headerMap.describe(
-      "Header name to value, injected into the HTTP response returned to the client. Names are kept exactly as written.",
+      `Header name to value, injected into the HTTP response returned to the client. Names are kept exactly as written.${atMost(LIST_MAX_ITEMS.add, "headers")}`,
     ),
-    remove: headerNameList.describe("Header names removed from the response returned to the client."),
+    remove: headerNameList.describe(
+      `Header names removed from the response returned to the client.${atMost(LIST_MAX_ITEMS.remove)}`,
+    ),
   })
   .describe("Response headers module: adds and removes headers of responses to the client.");
 
@@ -260,14 +273,14 @@ const oauthProviderFields = {
     "Client ID of your own OAuth app. Optional: when omitted, the service's own managed OAuth app is used, which has extra restrictions. Requires client_secret.",
   ),
   client_secret: text.describe("Client secret of your own OAuth app. Requires client_id."),
-  scopes: textList.describe(
-    "Provider-specific scopes. Allowed only with your own app (client_id and client_secret).",
+  scopes: textList(LIST_MAX_ITEMS.scopes).describe(
+    `Provider-specific scopes. Allowed only with your own app (client_id and client_secret).${atMost(LIST_MAX_ITEMS.scopes)}`,
   ),
-  email_addresses: lowercaseList.describe(
-    "Email addresses (lowercase) of authenticated users who are allowed access.",
+  email_addresses: lowercaseList(LIST_MAX_ITEMS.email_addresses).describe(
+    `Email addresses (lowercase) of authenticated users who are allowed access.${atMost(LIST_MAX_ITEMS.email_addresses)}`,
   ),
-  email_domains: lowercaseList.describe(
-    "Email domains (lowercase) of authenticated users who are allowed access.",
+  email_domains: lowercaseList(LIST_MAX_ITEMS.email_domains).describe(
+    `Email domains (lowercase) of authenticated users who are allowed access.${atMost(LIST_MAX_ITEMS.email_domains)}`,
   ),
 };
 type OAuthProviderCommon = { client_id: string; client_secret: string; scopes: string[] };
@@ -291,13 +304,18 @@ const TEAM_SLUG = /^[^/\s]+\/[^/\s]+$/;
 export const oauthGithubSchema = z
   .strictObject({
     ...oauthProviderFields,
-    teams: z
-      .array(z.string().regex(TEAM_SLUG, { error: 'must have the form "<org_slug>/<team_slug>"' }))
+    teams: boundedList(
+      z.string().regex(TEAM_SLUG, { error: 'must have the form "<org_slug>/<team_slug>"' }),
+      LIST_MAX_ITEMS.teams,
+      "must be a list of strings",
+    )
       .default([])
       .describe(
-        'Team identifiers in slug format qualified with the organization, "<org_slug>/<team_slug>". A member of any listed team is allowed.',
+        `Team identifiers in slug format qualified with the organization, "<org_slug>/<team_slug>". A member of any listed team is allowed.${atMost(LIST_MAX_ITEMS.teams)}`,
       ),
-    organizations: textList.describe("Organization slugs. A member of any listed organization is allowed."),
+    organizations: textList(LIST_MAX_ITEMS.organizations).describe(
+      `Organization slugs. A member of any listed organization is allowed.${atMost(LIST_MAX_ITEMS.organizations)}`,
+    ),
   })
   .superRefine(ownAppRules)
   .describe("GitHub as identity provider; it can also allow by team and organization.");
@@ -369,7 +387,9 @@ export const oidcSchema = z
     issuer: httpsUrl.describe("URL of the OpenID provider (https): the base URL for discovery."),
     client_id: requiredText("client_id").describe("Client ID of the OIDC app, also the audience."),
     client_secret: requiredText("client_secret").describe("Client secret of the OIDC app."),
-    scopes: textList.describe("Scopes requested from the identity provider."),
+    scopes: textList(LIST_MAX_ITEMS.scopes).describe(
+      `Scopes requested from the identity provider.${atMost(LIST_MAX_ITEMS.scopes)}`,
+    ),
   })
   .describe("OIDC module: end users authenticate with an OpenID Connect provider.");
 
@@ -390,8 +410,8 @@ export const samlMutateSchema = z
     allow_idp_initiated: flag.describe(
       "When true, the IdP may start a login directly. The IdP should set the RelayState parameter to the target URL to which the user is sent after the assertion is processed.",
     ),
-    authorized_groups: textList.describe(
-      "When present, only members of one of the listed groups may access the endpoint.",
+    authorized_groups: textList(LIST_MAX_ITEMS.authorized_groups).describe(
+      `When present, only members of one of the listed groups may access the endpoint.${atMost(LIST_MAX_ITEMS.authorized_groups)}`,
     ),
     nameid_format: z
       .enum(NAMEID_FORMATS, { error: `must be one of ${NAMEID_FORMATS.join(", ")}` })
@@ -418,8 +438,12 @@ export const samlResponseSchema = z
 export const userAgentFilterSchema = z
   .strictObject({
     enabled,
-    allow: textList.describe("User agents allowed (the contract gives no further semantics)."),
-    deny: textList.describe("User agents denied (the contract gives no further semantics)."),
+    allow: textList(LIST_MAX_ITEMS.allow).describe(
+      `User agents allowed (the contract gives no further semantics).${atMost(LIST_MAX_ITEMS.allow)}`,
+    ),
+    deny: textList(LIST_MAX_ITEMS.deny).describe(
+      `User agents denied (the contract gives no further semantics).${atMost(LIST_MAX_ITEMS.deny)}`,
+    ),
   })
   .describe("User agent filter module.");
 

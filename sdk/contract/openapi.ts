@@ -50,7 +50,7 @@ const ERROR_TEXT: Record<number, string> = {
   413: `The request body is larger than ${MAX_BODY_BYTES} bytes.`,
   415: "The request body is not sent as `Content-Type: application/json`.",
   429: "Too many requests for this API key: retry after `Retry-After` seconds.",
-  503: "Not ready: the database cannot be reached, or holds a schema this service does not expect (the reason is in the service's log). Retry after `Retry-After` seconds.",
+  503: "Not ready: the database cannot be reached, or holds a schema this service does not expect (the reason is in the service's log); or (`ERR_EDGE_507`) the service cannot store changes for now, its disk being full or its storage read-only, and nothing was changed. Retry after `Retry-After` seconds.",
 };
 
 function errorResponse(status: number): Json {
@@ -120,8 +120,9 @@ function operation(op: Operation, opLinks?: Json): Json {
             ...(opLinks ? { links: opLinks } : {}),
           },
   };
-  // Any operation may meet a bad query parameter; any but a public one a missing key or the rate limit.
-  const common = scope === undefined ? [400] : [400, 401, 403, 429];
+  // Any operation may meet a bad query parameter; any but a public one a missing key, the rate
+  // limit, or a database it cannot reach or write to (503).
+  const common = scope === undefined ? [400] : [400, 401, 403, 429, 503];
   for (const status of [...new Set([...common, ...op.errors])].sort()) {
     responses[status] = errorResponse(status);
   }

@@ -350,7 +350,7 @@ export const OPERATIONS = {
       method: "GET",
       path: "/readyz",
       summary:
-        "Readiness: the database is reachable and holds the schema this service expects (503 otherwise; the reason is in the service's log)",
+        "Readiness: the database is reachable, holds the schema this service expects, and takes writes (503 otherwise, for as long as writes would fail; the reason is in the service's log)",
       tag: "Meta",
       public: true,
       success: { status: 200, schema: healthSchema, ref: "Health", description: "Ready to serve requests." },

@@ -10,6 +10,7 @@ import { type z } from "zod";
 import {
   ALL_OPERATIONS,
   buildOpenApi,
+  errorMessage,
   ID_PATTERN,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
@@ -23,7 +24,7 @@ import {
   type Problem,
   ROUTE_MODULE_NAMES,
 } from "../contract";
-import { type EdgeContext, type Env, errorAnswer, respond } from "./context";
+import { type EdgeContext, type Env, errorAnswer, errorResponse, respond } from "./context";
 import { ApiError } from "./errors";
 import { type LogFormat, serviceLog } from "./log";
 import type { OperationCounts, ServiceMetrics } from "./metrics";
@@ -35,6 +36,7 @@ import { rateLimit } from "./middleware/rate-limit";
 import { requestLog } from "./middleware/request-log";
 import { Readiness } from "./readiness";
 import { ResponseCache } from "./response-cache";
+import { writeFault, writeFaultError } from "./write-faults";
 import { EdgeService, type RequestContext } from "./service";
 import type { Store } from "./store";
 
@@ -261,6 +263,18 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     return out;
   };
 
+  // Made before the routes: a write's outcome tells readiness whether the storage takes writes.
+  const readiness = new Readiness(
+    () => opts.store.whyNotReady(),
+    log,
+    {},
+    () =>
+      opts.store.probeWrite().then(
+        () => undefined,
+        (e: unknown) => writeFault(e, opts.store)?.log ?? `a probe write failed (${errorMessage(e)})`,
+      ),
+  );
+
   const registered = new Set<string>();
   /**
    * Serves `op`: its body read first (POST/PUT/PATCH), its query checked (an unknown parameter
@@ -281,12 +295,12 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
           ctx: context(op, c),
         });
       const success = op.success;
-      if (success.status === 204) {
-        await call();
-        return respond(c, 204, null);
-      }
       if (op.method === "GET") return respond(c, 200, await cache.json(c.req.url, call));
-      return respond(c, success.status, JSON.stringify(await call()));
+      const result = await call();
+      readiness.writeSucceeded();
+      return success.status === 204
+        ? respond(c, 204, null)
+        : respond(c, success.status, JSON.stringify(result));
     };
     const path = honoPath(op.path);
     if (!op.body) app.on(op.method, path, answer);
@@ -340,7 +354,6 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   // Alive while the process answers: the database is not asked, so an outage of it never gets
   // every replica restarted by its orchestrator.
   serveLive(meta.health, (c) => respond(c, 200, OK));
-  const readiness = new Readiness(() => opts.store.whyNotReady(), log);
   serveLive(meta.ready, async (c) => {
     if ((await readiness.whyNot()) !== undefined) {
       throw new ApiError(
@@ -365,7 +378,14 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   if (missing.length > 0) throw new Error(`the service does not serve ${missing.join(", ")}`);
 
   app.notFound(notFoundOrMethodNotAllowed(app));
-  app.onError((err, c) => errorAnswer(c, err, log));
+  app.onError((err, c) => {
+    // A write the storage refused (disk full, read-only): a 503 the client retries, one line for
+    // the operator when the fault begins, and not ready until a write succeeds again.
+    const fault = err instanceof ApiError ? undefined : writeFault(err, opts.store);
+    if (!fault) return errorAnswer(c, err, log);
+    readiness.writeFailed(fault.log);
+    return errorResponse(c, writeFaultError(fault));
+  });
   if (metrics) observe(app, metrics);
   return app;
 }

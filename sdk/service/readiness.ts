@@ -3,6 +3,10 @@
  * a second whatever the number of probes (load balancers, orchestrators and anyone else may ask
  * without a key), and always answered within a bound. The reason goes to the operator's log when
  * readiness changes, never to the caller.
+ *
+ * Readiness and writes agree: once a write failed for the storage's sake (disk full, read-only:
+ * see ./write-faults), the service is not ready until a write succeeds again, a request's or the
+ * probe write each check then makes; the first successful write makes it ready at once.
  */
 import type { ServiceLog } from "./log";
 
@@ -15,6 +19,8 @@ export interface ReadinessOptions {
 
 export class Readiness {
   private last?: { at: number; reason: string | undefined };
+  /** The operator's line of the last write that failed for the storage's sake, until one succeeds. */
+  private writeFault?: string;
   private running?: Promise<string | undefined>;
   private readonly reuseMs: number;
   private readonly timeoutMs: number;
@@ -23,6 +29,8 @@ export class Readiness {
     private readonly check: () => Promise<string | undefined>,
     private readonly log: ServiceLog | undefined,
     opts: ReadinessOptions = {},
+    /** A write to the store: undefined when it succeeded, else the operator's line of its failure. */
+    private readonly probeWrite: () => Promise<string | undefined> = () => Promise.resolve(undefined),
   ) {
     this.reuseMs = opts.reuseMs ?? 1000;
     this.timeoutMs = opts.timeoutMs ?? 3000;
@@ -36,10 +44,38 @@ export class Readiness {
     return this.running;
   }
 
+  /**
+   * A write failed for the storage's sake (`line` says why, for the operator): not ready from now
+   * on. Logged once, when the fault is new or another.
+   */
+  writeFailed(line: string): void {
+    if (this.writeFault !== line) this.log?.event("error", line);
+    this.writeFault = line;
+    this.last = { at: performance.now(), reason: line };
+  }
+
+  /** A write succeeded: a fault of the storage is over. */
+  writeSucceeded(): void {
+    if (this.writeFault === undefined) return;
+    this.writeFault = undefined;
+    this.last = undefined;
+    this.log?.event("info", "writes succeed again");
+  }
+
+  /** The store's check, then, after a write fault, a probe write: the fault is over when it succeeds. */
+  private async checkAll(): Promise<string | undefined> {
+    const reason = await this.check();
+    if (reason !== undefined || this.writeFault === undefined) return reason;
+    // Still failing: the fault's first line stands (told once), whatever words the probe's has.
+    if ((await this.probeWrite()) !== undefined) return this.writeFault;
+    this.writeSucceeded();
+    return undefined;
+  }
+
   private async run(): Promise<string | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const reason = await Promise.race([
-      this.check().catch(
+      this.checkAll().catch(
         (e: unknown) => `the readiness check failed: ${e instanceof Error ? e.message : String(e)}`,
       ),
       new Promise<string>((resolve) => {

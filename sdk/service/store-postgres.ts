@@ -665,6 +665,19 @@ export class PostgresStore implements Store {
     }
   }
 
+  /** Rewrites one row of the store's metadata (see Store.probeWrite), bounded like whyNotReady. */
+  async probeWrite(): Promise<void> {
+    try {
+      await this.pool.query({
+        text: "INSERT INTO meta (key, value) VALUES ('write_probe', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        values: [new Date().toISOString()],
+        query_timeout: 2000,
+      } as pg.QueryConfig);
+    } catch (e) {
+      throw translate(e);
+    }
+  }
+
   poolStats(): PoolStats {
     const { totalCount, idleCount, waitingCount } = this.pool;
     return { inUse: totalCount - idleCount, idle: idleCount, waiting: waitingCount, max: this.poolMax };

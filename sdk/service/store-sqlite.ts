@@ -13,11 +13,12 @@ import {
   existsSync,
   mkdirSync,
   openSync,
+  statfsSync,
   statSync,
 } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import Database from "libsql";
-import { errorField, errorMessage } from "../contract";
+import { errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
 import {
   API_KEYS_TABLE,
   type ApiKeyRow,
@@ -168,6 +169,9 @@ export interface StoreOptions {
   /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
   secrets?: Secrets;
 }
+
+/** Free bytes the data directory must have for a probe write to count (twice the largest body). */
+const PROBE_FREE_BYTES = 2 * MAX_BODY_BYTES;
 
 /** The files of the database in its data directory (the rollback journal only outside WAL mode). */
 const DATABASE_FILES = ["edge.db", "edge.db-wal", "edge.db-shm", "edge.db-journal"];
@@ -565,9 +569,21 @@ export class SqliteStore implements Store, StoreTx {
         if (dev !== this.file.dev || ino !== this.file.ino) {
           return `the database file ${this.location} was replaced since the service opened it: restart the service to serve the new one`;
         }
-        accessSync(this.location, fsConstants.R_OK | fsConstants.W_OK);
       } catch (e) {
         return `the database file ${this.location} cannot be opened (${errorMessage(e)}): restore the data directory or its permissions, then restart the service`;
+      }
+      try {
+        accessSync(this.location, fsConstants.R_OK | fsConstants.W_OK);
+      } catch {
+        // Its permissions say no, yet writes through the files the service holds open may still
+        // succeed (they do after a chmod, until a restart): readiness says what a write does.
+        const failed = await this.probeWrite().then(
+          () => undefined,
+          (e: unknown) => errorMessage(e),
+        );
+        if (failed !== undefined) {
+          return `the database file ${this.location} cannot be written (${failed}): make the data directory writable again (remount it read-write, restore its permissions)`;
+        }
       }
     }
     return this.exclusive(() => {
@@ -583,6 +599,27 @@ export class SqliteStore implements Store, StoreTx {
       } catch (e) {
         return Promise.resolve(`the database ${this.location} cannot be read (${errorMessage(e)})`);
       }
+    });
+  }
+
+  /**
+   * Rewrites one row of the store's metadata (see Store.probeWrite), once the data directory has
+   * room for the largest request's write: a full disk keeps some room in the WAL's last pages, so
+   * a one-row write may succeed there while a request's would not.
+   */
+  async probeWrite(): Promise<void> {
+    if (this.file) {
+      const { bavail, bsize } = statfsSync(dirname(this.location));
+      if (bavail * bsize < PROBE_FREE_BYTES) {
+        throw Object.assign(
+          new Error(`${bavail * bsize} bytes free, less than the ${PROBE_FREE_BYTES} a large write may take`),
+          { code: "ENOSPC" },
+        );
+      }
+    }
+    await this.write(() => {
+      this.setMeta("write_probe", new Date().toISOString());
+      return Promise.resolve();
     });
   }
 

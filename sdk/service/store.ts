@@ -191,6 +191,12 @@ export interface Store {
    * only "not ready".
    */
   whyNotReady(): Promise<string | undefined>;
+  /**
+   * A small write that reaches the storage (a row of the store's own metadata): it fails as a
+   * request's write would while the disk is full or the storage read-only. Readiness makes it
+   * after such a failure, to see the fault is over.
+   */
+  probeWrite(): Promise<void>;
   /** The connection pool now (PostgreSQL; SQLite has one connection and no pool). */
   poolStats?(): PoolStats;
   /** Every row of every data table: `edge-service migrate` copies it, tests compare it. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { errorField } from "../contract";
+import { ERROR_CODES, errorField } from "../contract";
 import type { RetryNotice, SendOptions, Transport } from "./types";
 
 export interface HttpTransportOptions {
@@ -38,9 +38,10 @@ const MAYBE_SENT = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CL
  * fetch to a running service, with the bearer key, a per-attempt timeout, and retries with
  * exponential backoff and jitter on 429/502/503/504 and connection errors, honouring
  * Retry-After, all within one deadline for the whole call. A POST (create) is retried only when it
- * provably never reached the server: connection refused, or a 429 (refused before any handler
- * ran) — unless it carries an `Idempotency-Key` (see `idempotencyKeys`): then a repeat cannot
- * create twice. Each retry is told to the caller first (`SendOptions.onRetry`).
+ * provably never reached the server or changed nothing: connection refused, a 429 (refused before
+ * any handler ran), a 503 ERR_EDGE_507 (the storage refused the write: disk full, read-only) —
+ * unless it carries an `Idempotency-Key` (see `idempotencyKeys`): then a repeat cannot create
+ * twice. Each retry is told to the caller first (`SendOptions.onRetry`).
  */
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
@@ -100,7 +101,9 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
           await waitFor(retry);
           continue;
         }
-        const retryable = RETRYABLE_STATUS.has(response.status) && (!isCreate || response.status === 429);
+        const retryable =
+          RETRYABLE_STATUS.has(response.status) &&
+          (!isCreate || response.status === 429 || (await changedNothing(response)));
         const wait =
           retryAfterMs(response.headers.get("retry-after")) ?? backoff(attempt, backoffMs, maxDelayMs);
         const retry = retryable ? nextRetry(attempt, `${response.status} from the service`, wait) : undefined;
@@ -110,6 +113,20 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
       }
     },
   };
+}
+
+/**
+ * A 503 whose body says the service stored nothing (its storage refused the write: disk full,
+ * read-only), so that even a create without an Idempotency-Key may be sent again.
+ */
+async function changedNothing(response: Response): Promise<boolean> {
+  if (response.status !== 503) return false;
+  try {
+    const body: unknown = await response.clone().json();
+    return errorField(body, "error_code") === ERROR_CODES.storageUnavailable.code;
+  } catch {
+    return false; // not our error shape (a proxy's 503): whether it was stored is unknown
+  }
 }
 
 const secondsText = (ms: number) => `${Math.round(ms / 100) / 10} s`;
