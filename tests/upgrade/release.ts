@@ -42,9 +42,9 @@ export const currentVersion = (): string =>
   (JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
 
 /**
- * The release an upgrade starts from: the newest recorded one older than package.json's version,
- * or, when package.json still says a released version (the work before a release is cut), the
- * newest one older than or equal to it at another commit than HEAD.
+ * The release an upgrade starts from: the newest recorded one older than package.json's version;
+ * while package.json still says the newest release (work merged after it, before the next
+ * release bumps the version), that release.
  */
 export function previousRelease(): Release {
   const current = currentVersion();
