@@ -33,6 +33,7 @@ test("the plugin answers GetPluginInfo with the package's version", async () => 
     ResourceProviderClient: new (
       address: string,
       credentials: unknown,
+      options: object,
     ) => {
       getPluginInfo(req: unknown, cb: (err: Error | null, res?: { getVersion(): string }) => void): void;
       close(): void;
@@ -60,7 +61,10 @@ test("the plugin answers GetPluginInfo with the package's version", async () => 
         reject(new Error(`the plugin exited (${code}): ${err}`));
       });
     });
-    const client = new ResourceProviderClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
+    // A pool of its own, closed with the client: no channel outlives the test.
+    const client = new ResourceProviderClient(`127.0.0.1:${port}`, grpc.credentials.createInsecure(), {
+      "grpc.use_local_subchannel_pool": 1,
+    });
     try {
       const version = await new Promise<string>((resolve, reject) =>
         client.getPluginInfo(new Empty(), (e, res) => (e ? reject(e) : resolve(res!.getVersion()))),
@@ -70,7 +74,11 @@ test("the plugin answers GetPluginInfo with the package's version", async () => 
       client.close();
     }
   } finally {
-    child.kill("SIGKILL");
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await exited;
+    }
   }
 });
 
