@@ -80,6 +80,16 @@ export function assertCommit(release: Release): void {
   }
 }
 
+/** Whether a process of this id runs (signal 0: no signal sent, only the check). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
 const cacheRoot = () =>
   path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "pulumi-edge", "releases");
 
@@ -93,6 +103,13 @@ export function builtRelease(release: Release, log: (m: string) => void = () => 
   if (fs.existsSync(path.join(dir, ".built"))) return dir;
   fs.mkdirSync(cacheRoot(), { recursive: true });
   const building = `${dir}.building-${process.pid}`;
+  // What an interrupted build left (its process gone) is removed, not kept forever.
+  for (const entry of fs.readdirSync(cacheRoot())) {
+    const pid = Number(/\.building-(\d+)$/.exec(entry)?.[1]);
+    if (entry.startsWith(release.commit) && pid && !alive(pid)) {
+      fs.rmSync(path.join(cacheRoot(), entry), { recursive: true, force: true });
+    }
+  }
   fs.rmSync(building, { recursive: true, force: true });
   fs.mkdirSync(building);
   const run = (cmd: string, args: string[], what: string) => {
@@ -127,6 +144,8 @@ export function builtRelease(release: Release, log: (m: string) => void = () => 
     run("npm", ["run", "build"], "npm run build");
     run("npm", ["run", "sdks"], "npm run sdks");
     fs.writeFileSync(path.join(building, ".built"), `${new Date().toISOString()}\n`);
+    // A directory there without the mark is no finished build (e.g. one copied in by hand).
+    if (!fs.existsSync(path.join(dir, ".built"))) fs.rmSync(dir, { recursive: true, force: true });
     try {
       fs.renameSync(building, dir);
     } catch (e) {
