@@ -210,12 +210,15 @@ export function engineMessage(e: unknown, errors: readonly string[]): string {
           const stderr = /\n stderr: ([\s\S]*?)\n err\?: /.exec(m)?.[1];
           return stderr && stderr.trim() ? stderr : m;
         })();
-  return text
-    .replace(ANSI_COLOUR, "")
-    .split("\n")
-    .map((l) => l.trimEnd())
-    .filter((l) => l.trim())
-    .join("\n");
+  return (
+    text
+      .replace(ANSI_COLOUR, "")
+      .split("\n")
+      .map((l) => l.trimEnd())
+      // The command line the Automation API ran says nothing the engine's own lines do not.
+      .filter((l) => l.trim() && !/^Command failed with exit code -?\d+: /.test(l))
+      .join("\n")
+  );
 }
 
 /** What one engine run's events say: the changed resources with their fields and authors. */

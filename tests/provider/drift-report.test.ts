@@ -152,7 +152,8 @@ describe("the engine's events", () => {
       "error: bad config\n  second",
     );
     const commandError = new Error(
-      "code: 255\n stdout: \n stderr: error: no stack named 'gone' found\n\n err?: Error: exit 255\n",
+      "code: -2\n stdout: \n stderr: Command failed with exit code 6: pulumi stack select --stack gone\n" +
+        "error: no stack named 'gone' found\n err?: Error: Command failed with exit code 6: pulumi stack select\n",
     );
     expect(engineMessage(commandError, [])).toBe("error: no stack named 'gone' found");
   });
