@@ -6,7 +6,7 @@
  * pulumi-edge drift` does, through the real engine.
  */
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
@@ -199,18 +199,54 @@ test("a project's stacks and a missing one: verdicts, fields, authors, JSON, JUn
   expect(cases.gone!.error).toMatch(/no stack named 'gone' found/);
 }, 600_000);
 
-test("drift and no error: exit 1, the Markdown summary names the stack, the resource and the field", async () => {
-  const run = await drift(
-    ["--stack", stackArg("drifted"), "--stack", stackArg("clean"), "--format", "markdown"],
-    keys.read,
-  );
-  expect(run.code).toBe(1);
-  expect(run.stdout.split("\n")[0]).toBe("## 🟠 Edge drift: 2 stacks: 1 drifted, 1 clean, 0 error");
-  expect(run.stdout).toContain(`| \`${stackArg("drifted")}\` | drifted | 1 resource |`);
-  expect(run.stdout).toContain(`| \`${stackArg("clean")}\` | clean |  |`);
-  expect(run.stdout).toMatch(
+test("the example's cron script: drift and no error is exit 1, a Markdown report, one notification", async () => {
+  const out = join(junitDir, "cron");
+  const keyFile = join(junitDir, "read.key");
+  writeFileSync(keyFile, keys.read, { mode: 0o600 });
+  const cron = () =>
+    new Promise<Run>((resolve) => {
+      execFile(
+        "bash",
+        [
+          join(ws.dir, "cron", "edge-drift-cron.sh"),
+          "--stack",
+          stackArg("drifted"),
+          "--stack",
+          stackArg("clean"),
+        ],
+        {
+          cwd: join(ws.dir, ".."),
+          env: {
+            ...process.env,
+            ...engine.engineEnv({
+              stateDir: ws.stateDir,
+              extra: {
+                EDGE_API_KEY: "",
+                EDGE_API_KEY_FILE: keyFile,
+                EDGE_DRIFT_DIR: out,
+                EDGE_DRIFT_NOTIFY: `cat >> ${join(out, "notifications")}`,
+              },
+            }),
+          },
+        },
+        (error, stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stdout, stderr }),
+      );
+    });
+  const first = await cron();
+  expect(first.code).toBe(1);
+  expect(first.stdout).toMatch(/edge drift: exit 1 \(0 clean, 1 drift, 2 error\)/);
+  const md = readFileSync(join(out, "report.md"), "utf8");
+  expect(md.split("\n")[0]).toBe("## 🟠 Edge drift: 2 stacks: 1 drifted, 1 clean, 0 error");
+  expect(md).toContain(`| \`${stackArg("drifted")}\` | drifted | 1 resource |`);
+  expect(md).toContain(`| \`${stackArg("clean")}\` | clean |  |`);
+  expect(md).toMatch(
     /\| checkout \| `[^`]*HttpsEdgeRoute` \| `backend\.backendId` \| "bkd_checkout" => "bkd_hotfix" \|/,
   );
+  expect(readFileSync(join(out, "notifications"), "utf8")).toBe(md);
+  // The same drift an hour later: the report is kept, nobody is told twice.
+  const second = await cron();
+  expect(second.code).toBe(1);
+  expect(readFileSync(join(out, "notifications"), "utf8")).toBe(md);
 }, 600_000);
 
 test("--remediate with the read key: refused with the service's 403, nothing changed, exit 2", async () => {

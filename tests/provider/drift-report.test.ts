@@ -2,7 +2,12 @@
  * `pulumi-edge drift`'s pure half: the provider's "changed out of band" warning parsed, changed
  * fields found with secrets never shown, the exit code, and each rendering of one fleet report.
  */
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
+import { parse as parseYaml } from "yaml";
+import { DRIFT_USAGE } from "../../provider/drift/cli";
 import {
   authorsOf,
   changedFields,
@@ -300,5 +305,53 @@ describe("the report", () => {
       expect(text).toContain("[secret]");
       expect(text).not.toContain(SECRET);
     }
+  });
+});
+
+describe("the example's scheduled job (examples/drift-detection/ci/edge-drift-fleet.yml)", () => {
+  interface Step {
+    name?: string;
+    id?: string;
+    if?: string;
+    run?: string;
+    uses?: string;
+    env?: Record<string, string>;
+    with?: Record<string, unknown>;
+  }
+  const file = join(__dirname, "..", "..", "examples", "drift-detection", "ci", "edge-drift-fleet.yml");
+  const workflow = parseYaml(readFileSync(file, "utf8")) as {
+    on: { schedule: Array<{ cron: string }>; workflow_dispatch: unknown };
+    jobs: { drift: { steps: Step[] } };
+  };
+  const steps = workflow.jobs.drift.steps;
+  const drift = steps.find((s) => s.run?.includes("npx pulumi-edge drift"))!;
+
+  test("runs on a schedule and by hand, with a read key from a secret", () => {
+    expect(workflow.on.schedule[0]!.cron).toMatch(/^\S+ \S+ \S+ \S+ \S+$/);
+    expect(workflow.on).toHaveProperty("workflow_dispatch");
+    expect(drift.env!.EDGE_API_KEY).toMatch(/^\$\{\{ secrets\.\w+ \}\}$/);
+  });
+
+  test("passes only flags the command has, and publishes Markdown and JUnit", () => {
+    const flags = drift.run!.match(/--[a-z-]+/g)!;
+    for (const flag of flags) expect(DRIFT_USAGE).toContain(flag);
+    expect(drift.run).toMatch(/--format markdown/);
+    expect(drift.run).toContain('>> "$GITHUB_STEP_SUMMARY"');
+    const junit = /--junit (\S+)/.exec(drift.run!)![1]!;
+    expect(
+      steps.some((s) => s.uses && Object.values(s.with ?? {}).some((v) => String(v).includes(junit))),
+    ).toBe(true);
+  });
+
+  test("opens an issue only on drift or error, reusing the open one", () => {
+    const issue = steps.find((s) => s.run?.includes("gh issue create"))!;
+    expect(issue.if).toBe(`steps.${drift.id}.outputs.code != '0'`);
+    expect(issue.run!.indexOf("gh issue list")).toBeLessThan(issue.run!.indexOf("gh issue create"));
+    expect(issue.run).toContain("gh issue comment");
+  });
+
+  test("the cron form is valid bash", () => {
+    const script = join(dirname(file), "..", "cron", "edge-drift-cron.sh");
+    expect(() => execFileSync("bash", ["-n", script])).not.toThrow();
   });
 });
