@@ -75,8 +75,21 @@ async function confirm(question: string): Promise<boolean> {
   }
 }
 
-/** Runs `pulumi-edge drift` with its arguments (after `drift`); the process's exit code. */
+/**
+ * Runs `pulumi-edge drift` with its arguments (after `drift`); the process's exit code. Whatever
+ * goes wrong outside a stack's own check (no `pulumi` on PATH, an unwritable --junit file) is
+ * exit 2, never 1: a CI job must not read it as drift.
+ */
 export async function runDrift(argv: string[]): Promise<number> {
+  try {
+    return await drift(argv);
+  } catch (e) {
+    console.error(`pulumi-edge drift: ${errorMessage(e)}`);
+    return EXIT.error;
+  }
+}
+
+async function drift(argv: string[]): Promise<number> {
   let values;
   try {
     ({ values } = parseArgs({

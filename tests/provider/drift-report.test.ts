@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { parse as parseYaml } from "yaml";
-import { DRIFT_USAGE } from "../../provider/drift/cli";
+import { DRIFT_USAGE, runDrift } from "../../provider/drift/cli";
 import {
   authorsOf,
   changedFields,
@@ -353,5 +353,28 @@ describe("the example's scheduled job (examples/drift-detection/ci/edge-drift-fl
   test("the cron form is valid bash", () => {
     const script = join(dirname(file), "..", "cron", "edge-drift-cron.sh");
     expect(() => execFileSync("bash", ["-n", script])).not.toThrow();
+  });
+});
+
+describe("the command line, before any engine runs", () => {
+  test("usage errors are exit 2 and say what to give; --help is exit 0", async () => {
+    const errors: string[] = [];
+    const err = jest.spyOn(console, "error").mockImplementation((m: string) => void errors.push(m));
+    const log = jest.spyOn(console, "log").mockImplementation(() => undefined);
+    try {
+      expect(await runDrift(["--format", "xml", "--stack", "a:b"])).toBe(2);
+      expect(await runDrift(["--parallel", "0", "--stack", "a:b"])).toBe(2);
+      expect(await runDrift(["--bogus"])).toBe(2);
+      expect(errors).toEqual([
+        expect.stringContaining("--format xml: give one of table, markdown, json"),
+        expect.stringContaining("--parallel 0: give a whole number ≥ 1"),
+        expect.stringMatching(/bogus.*run pulumi-edge drift --help/),
+      ]);
+      expect(await runDrift(["--help"])).toBe(0);
+      expect(log).toHaveBeenCalledWith(DRIFT_USAGE);
+    } finally {
+      err.mockRestore();
+      log.mockRestore();
+    }
   });
 });
