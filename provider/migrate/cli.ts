@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `pulumi-edge` command: `export` (provider/export: adopt a fleet made outside Pulumi) and
- * `migrate-to-packaged` (here).
+ * The `pulumi-edge` command: `export` (provider/export: adopt a fleet made outside Pulumi),
+ * `drift` (provider/drift: the drift check of many stacks) and `migrate-to-packaged` (here).
  *
  * pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
  *
@@ -17,6 +17,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
+import { DRIFT_USAGE, runDrift } from "../drift/cli";
+import { pulumiEnv } from "../drift/run";
 import { EXPORT_USAGE, runExport } from "../export/cli";
 import { errorField, errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
@@ -33,6 +35,7 @@ const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR]
          from PULUMI_CONFIG_PASSPHRASE(_FILE); with neither set, the empty passphrase is tried
          (what the stacks of pulumi-edge's own scripts, \`npm run up\`, use).
 ${EXPORT_USAGE.replace(/^usage: /, "       ")}
+${DRIFT_USAGE.replace(/^usage: /, "       ")}
        pulumi-edge --help | --version`;
 
 /** What a failed pulumi command printed that says what to do next. */
@@ -68,9 +71,7 @@ function cause(stdout: string, stderr: string): string {
 
 function pulumi(cwd: string, stack: string | undefined, args: string[]): string {
   const argv = [...args, ...(stack ? ["--stack", stack] : []), "--non-interactive", "--color", "never"];
-  const env = { ...process.env };
-  if (env.PULUMI_CONFIG_PASSPHRASE === undefined && env.PULUMI_CONFIG_PASSPHRASE_FILE === undefined)
-    env.PULUMI_CONFIG_PASSPHRASE = "";
+  const env = pulumiEnv();
   const run = spawnSync("pulumi", argv, { cwd, env, encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
   if (run.error) {
     throw new Error(
@@ -92,6 +93,7 @@ function pulumi(cwd: string, stack: string | undefined, args: string[]): string 
 
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "export") return runExport(argv.slice(1));
+  if (argv[0] === "drift") return runDrift(argv.slice(1));
   let parsed;
   try {
     parsed = parseArgs({

@@ -1,0 +1,357 @@
+/**
+ * `pulumi-edge drift`: what a fleet's check found, and its renderings (terminal table, Markdown,
+ * JSON, JUnit XML). Pure: no engine, no I/O, so every rendering is tested on values alone.
+ */
+
+/** One stack's verdict. */
+export type Verdict = "clean" | "drifted" | "error";
+
+/** A field whose live value differs from the stack's. Values are display text; secrets are `[secret]`. */
+export interface FieldChange {
+  path: string;
+  /** What the stack holds (absent: the field is new on the service). */
+  from?: string;
+  /** What the service holds now (absent: the field is gone from the service). */
+  to?: string;
+}
+
+/** Who changed a field, as the provider reported it on refresh (parseAuthorWarning). */
+export interface Author {
+  field: string;
+  at: string;
+  key: string;
+  request: string;
+}
+
+export interface DriftedResource {
+  urn: string;
+  /** The resource's name in the program (the URN's last segment). */
+  name: string;
+  type: string;
+  /** The engine's step: update, create (deleted out of band), delete, replace. */
+  op: string;
+  fields: FieldChange[];
+  authors: Author[];
+}
+
+/** What `--remediate` did to a drifted stack. */
+export interface Remediation {
+  outcome: "restored" | "refused" | "failed" | "skipped";
+  /** The engine's or service's reason, for refused and failed. */
+  message?: string;
+}
+
+export interface StackReport {
+  /** The project directory, as given (or found). */
+  dir: string;
+  stack: string;
+  verdict: Verdict;
+  resources: DriftedResource[];
+  /** The engine's message, for verdict "error". */
+  error?: string;
+  remediation?: Remediation;
+  seconds: number;
+}
+
+export interface FleetReport {
+  stacks: StackReport[];
+}
+
+/** Exit codes: what a CI job branches on. */
+export const EXIT = { clean: 0, drift: 1, error: 2 } as const;
+
+/**
+ * 0 when every stack is clean, 1 when one drifted (restored or not), 2 when one could not be
+ * checked or a remediation failed. An error wins over drift: a stack that could not be checked
+ * may have drifted too, so the fleet's state is unknown, which is worse than known drift.
+ */
+export function exitCode(report: FleetReport): number {
+  const failedRemediation = (s: StackReport) =>
+    s.remediation?.outcome === "failed" || s.remediation?.outcome === "refused";
+  if (report.stacks.some((s) => s.verdict === "error" || failedRemediation(s))) return EXIT.error;
+  if (report.stacks.some((s) => s.verdict === "drifted")) return EXIT.drift;
+  return EXIT.clean;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The provider's "changed out of band" warning.
+
+const AUTHOR_WARNING =
+  /^(\S+) (.+?): (\S+) changed out of band at (\S+) by key "((?:[^"\\]|\\.)*)" \(request ([^)\s]+)\)\s*$/;
+
+/**
+ * The authors in a diagnostic's text: one per line of the form
+ * `<kind> <name>: <field path> changed out of band at <time> by key "<key>" (request <id>)`.
+ * Other lines are not authorship and are skipped.
+ */
+export function parseAuthorWarnings(message: string): Author[] {
+  const out: Author[] = [];
+  for (const line of message.split(/\r?\n/)) {
+    const m = AUTHOR_WARNING.exec(line.trim());
+    if (m) out.push({ field: m[3]!, at: m[4]!, key: m[5]!.replace(/\\(.)/g, "$1"), request: m[6]! });
+  }
+  return out;
+}
+
+/** The authors of one field: exact path, or a warning about an enclosing or enclosed path. */
+export function authorsOf(field: string, authors: readonly Author[]): Author[] {
+  const within = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`);
+  return authors.filter((a) => within(field, a.field) || within(a.field, field));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values as shown: secrets never.
+
+/** The engine's marker of a secret value in property maps. */
+const SECRET_SIG = "4dabf18193072939515e22adb298388d";
+const SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270";
+export const SECRET_SHOWN = "[secret]";
+
+export function isSecret(value: unknown): boolean {
+  if (value === SECRET_SHOWN) return true;
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    (value as Record<string, unknown>)[SECRET_SIG] === SECRET_SIG_VALUE
+  );
+}
+
+const MAX_SHOWN = 80;
+
+/** A value as the report shows it: JSON, secrets as [secret] at any depth, long values cut. */
+export function showValue(value: unknown): string {
+  const masked = (v: unknown): unknown => {
+    if (isSecret(v)) return SECRET_SHOWN;
+    if (Array.isArray(v)) return v.map(masked);
+    if (typeof v === "object" && v !== null)
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, masked(x)]));
+    return v;
+  };
+  const m = masked(value);
+  const text = m === SECRET_SHOWN ? SECRET_SHOWN : JSON.stringify(m);
+  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN - 1)}…` : text;
+}
+
+type Plain = Record<string, unknown>;
+const isPlain = (v: unknown): v is Plain =>
+  typeof v === "object" && v !== null && !Array.isArray(v) && !isSecret(v);
+
+/**
+ * The leaf fields that differ between the stack's and the live properties, under the top-level
+ * keys `keys` (the engine's `diffs`; every key when it gave none). Internal keys (`__provider`)
+ * are not fields. A secret is compared, never shown: a changed secret is one `[secret]` change.
+ */
+export function changedFields(before: Plain, after: Plain, keys?: readonly string[]): FieldChange[] {
+  const out: FieldChange[] = [];
+  const walk = (path: string, a: unknown, b: unknown) => {
+    if (isPlain(a) && isPlain(b)) {
+      for (const k of [...new Set([...Object.keys(a), ...Object.keys(b)])].sort())
+        walk(`${path}.${k}`, a[k], b[k]);
+      return;
+    }
+    if (Array.isArray(a) && Array.isArray(b) && a.length === b.length) {
+      a.forEach((x, i) => walk(`${path}[${i}]`, x, b[i]));
+      return;
+    }
+    if (JSON.stringify(a) === JSON.stringify(b)) return;
+    out.push({
+      path,
+      ...(a === undefined ? {} : { from: showValue(a) }),
+      ...(b === undefined ? {} : { to: showValue(b) }),
+    });
+  };
+  const top = keys && keys.length > 0 ? keys : [...new Set([...Object.keys(before), ...Object.keys(after)])];
+  for (const k of [...top].sort()) if (!k.startsWith("__")) walk(k, before[k], after[k]);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Renderings.
+
+export const stackLabel = (s: { dir: string; stack: string }) => `${s.dir}:${s.stack}`;
+
+const plural = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`;
+
+function counts(report: FleetReport) {
+  const n = (v: Verdict) => report.stacks.filter((s) => s.verdict === v).length;
+  return { clean: n("clean"), drifted: n("drifted"), error: n("error"), total: report.stacks.length };
+}
+
+/** One line: "3 stacks: 1 drifted, 1 clean, 1 error". */
+export function summaryLine(report: FleetReport): string {
+  const c = counts(report);
+  return `${plural(c.total, "stack")}: ${c.drifted} drifted, ${c.clean} clean, ${c.error} error`;
+}
+
+/** "by key "ops-console" at 2026-…Z (request req_…)", or "author unknown". */
+export function showAuthors(authors: readonly Author[]): string {
+  if (authors.length === 0) return "author unknown";
+  return authors.map((a) => `by key "${a.key}" at ${a.at} (request ${a.request})`).join("; ");
+}
+
+const showChange = (f: FieldChange) =>
+  f.from === undefined
+    ? `added ${f.to}`
+    : f.to === undefined
+      ? `removed (was ${f.from})`
+      : `${f.from} => ${f.to}`;
+
+function remediationText(r: Remediation): string {
+  return r.message ? `${r.outcome}: ${r.message}` : r.outcome;
+}
+
+function detailOf(s: StackReport): string {
+  if (s.verdict === "error") return firstLine(s.error ?? "");
+  if (s.verdict === "drifted") return plural(s.resources.length, "resource");
+  return "";
+}
+
+const firstLine = (text: string) => text.split("\n").find((l) => l.trim()) ?? "";
+
+/** The terminal table (stdout), then each drifted resource's fields and each error in full. */
+export function renderTable(report: FleetReport): string {
+  const rows = report.stacks.map((s) => [
+    stackLabel(s),
+    s.verdict,
+    detailOf(s),
+    s.remediation ? s.remediation.outcome : "",
+  ]);
+  const header = ["STACK", "VERDICT", "DETAIL", ...(rows.some((r) => r[3]) ? ["REMEDIATION"] : [])];
+  const table = [header, ...rows.map((r) => r.slice(0, header.length))];
+  const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
+  const lines = table.map((r) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd(),
+  );
+  for (const s of report.stacks) {
+    if (s.verdict === "drifted") {
+      lines.push("", `${stackLabel(s)} drifted:`);
+      for (const r of s.resources) {
+        lines.push(`  ${r.op} ${r.name} (${r.type})`, `    ${r.urn}`);
+        for (const f of r.fields)
+          lines.push(`    ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
+      }
+    }
+    if (s.verdict === "error") {
+      lines.push("", `${stackLabel(s)} could not be checked:`);
+      for (const l of (s.error ?? "").split("\n")) lines.push(`  ${l}`);
+    }
+    if (s.remediation?.message)
+      lines.push("", `${stackLabel(s)} remediation ${remediationText(s.remediation)}`);
+  }
+  lines.push("", summaryLine(report));
+  return `${lines.join("\n")}\n`;
+}
+
+/** Text inside a Markdown table cell: one line, pipes and backticks escaped. */
+function cell(text: string): string {
+  return text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|").replace(/`/g, "\\`");
+}
+
+/** Markdown for a CI job summary or a pull-request comment. */
+export function renderMarkdown(report: FleetReport): string {
+  const c = counts(report);
+  const icon = c.error > 0 ? "🔴" : c.drifted > 0 ? "🟠" : "🟢";
+  const out = [`## ${icon} Edge drift: ${summaryLine(report)}`, ""];
+  const withRemediation = report.stacks.some((s) => s.remediation);
+  out.push(
+    `| Stack | Verdict | Detail |${withRemediation ? " Remediation |" : ""}`,
+    `| --- | --- | --- |${withRemediation ? " --- |" : ""}`,
+  );
+  for (const s of report.stacks) {
+    const rem = withRemediation ? ` ${s.remediation ? cell(remediationText(s.remediation)) : ""} |` : "";
+    out.push(`| \`${cell(stackLabel(s))}\` | ${s.verdict} | ${cell(detailOf(s))} |${rem}`);
+  }
+  for (const s of report.stacks.filter((x) => x.verdict === "drifted")) {
+    out.push("", `### \`${cell(stackLabel(s))}\` drifted`, "");
+    out.push("| Resource | Type | Field | Change | Changed by |", "| --- | --- | --- | --- | --- |");
+    for (const r of s.resources) {
+      const fields = r.fields.length > 0 ? r.fields : [{ path: "", from: undefined, to: undefined }];
+      for (const f of fields) {
+        const change = f.path ? showChange(f) : r.op;
+        out.push(
+          `| ${cell(r.name)} | \`${cell(r.type)}\` | ${f.path ? `\`${cell(f.path)}\`` : ""} | ${cell(change)} | ${cell(
+            showAuthors(authorsOf(f.path, r.authors)),
+          )} |`,
+        );
+      }
+    }
+  }
+  for (const s of report.stacks.filter((x) => x.verdict === "error")) {
+    out.push(
+      "",
+      `### \`${cell(stackLabel(s))}\` could not be checked`,
+      "",
+      "```",
+      (s.error ?? "").replace(/```/g, "'''"),
+      "```",
+    );
+  }
+  return `${out.join("\n")}\n`;
+}
+
+/** The machine-readable report: the version of this shape, the exit code and every stack. */
+export function renderJson(report: FleetReport): string {
+  const c = counts(report);
+  return `${JSON.stringify(
+    {
+      version: 1,
+      exitCode: exitCode(report),
+      summary: { stacks: c.total, clean: c.clean, drifted: c.drifted, error: c.error },
+      stacks: report.stacks,
+    },
+    null,
+    2,
+  )}\n`;
+}
+
+function xml(text: string): string {
+  return (
+    text
+      .replace(/&/g, "&amp;")
+      .replace(/</g, "&lt;")
+      .replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;")
+      // Characters XML 1.0 cannot hold at all (ANSI escapes from a tool's output).
+      // eslint-disable-next-line no-control-regex
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "")
+  );
+}
+
+/** JUnit XML: one testsuite, one testcase per stack; drift a failure, a broken stack an error. */
+export function renderJunit(report: FleetReport): string {
+  const c = counts(report);
+  const time = report.stacks.reduce((t, s) => t + s.seconds, 0);
+  const lines = [
+    `<?xml version="1.0" encoding="UTF-8"?>`,
+    `<testsuites name="pulumi-edge drift" tests="${c.total}" failures="${c.drifted}" errors="${c.error}" time="${time.toFixed(3)}">`,
+    `  <testsuite name="pulumi-edge drift" tests="${c.total}" failures="${c.drifted}" errors="${c.error}" skipped="0" time="${time.toFixed(3)}">`,
+  ];
+  for (const s of report.stacks) {
+    const open = `    <testcase classname="${xml(s.dir)}" name="${xml(s.stack)}" time="${s.seconds.toFixed(3)}"`;
+    if (s.verdict === "clean") {
+      lines.push(`${open}/>`);
+      continue;
+    }
+    lines.push(`${open}>`);
+    if (s.verdict === "drifted") {
+      const body = s.resources.flatMap((r) => [
+        `${r.op} ${r.name} (${r.type}) ${r.urn}`,
+        ...r.fields.map((f) => `  ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`),
+      ]);
+      if (s.remediation) body.push(`remediation ${remediationText(s.remediation)}`);
+      lines.push(
+        `      <failure type="drift" message="${xml(`${plural(s.resources.length, "resource")} drifted`)}">${xml(body.join("\n"))}</failure>`,
+      );
+    } else {
+      lines.push(
+        `      <error type="error" message="${xml(firstLine(s.error ?? ""))}">${xml(s.error ?? "")}</error>`,
+      );
+    }
+    lines.push(`    </testcase>`);
+  }
+  lines.push(`  </testsuite>`, `</testsuites>`);
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,352 @@
+/**
+ * `pulumi-edge drift`: finds the stacks, checks each through the Automation API
+ * (`preview --refresh`, the program run so the current config and key are used), and turns the
+ * engine's events into a StackReport. `--remediate` runs `up --refresh` on the drifted ones.
+ * A stack that cannot be checked is reported with the engine's message; it never stops the others.
+ */
+import { existsSync, readdirSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import {
+  type EngineEvent,
+  LocalWorkspace,
+  PulumiCommand,
+  type Stack,
+  type StepEventMetadata,
+} from "@pulumi/pulumi/automation";
+import { errorMessage } from "../../sdk/contract";
+import {
+  type Author,
+  changedFields,
+  type DriftedResource,
+  parseAuthorWarnings,
+  type Remediation,
+  type StackReport,
+  stackLabel,
+} from "./report";
+
+/** One stack of one project directory. */
+export interface Target {
+  /** The project directory as the user gave it (shown in the report). */
+  dir: string;
+  stack: string;
+}
+
+export interface Selection {
+  /** `DIR:STACK` each. */
+  stacks: readonly string[];
+  /** Project directories: every stack of each on its backend. */
+  projects: readonly string[];
+  /** Directories whose subdirectories (with a Pulumi.yaml) are projects. */
+  projectsDirs: readonly string[];
+}
+
+export interface Engine {
+  command: PulumiCommand;
+  env: Record<string, string>;
+  /** A progress line (stderr). */
+  progress: (line: string) => void;
+}
+
+export class UsageError extends Error {}
+
+/**
+ * The environment for the `pulumi` the user has: theirs, plus the empty passphrase when they set
+ * none (what the stacks of pulumi-edge's own scripts use), so a passphrase stack never prompts.
+ */
+export function pulumiEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  if (out.PULUMI_CONFIG_PASSPHRASE === undefined && out.PULUMI_CONFIG_PASSPHRASE_FILE === undefined)
+    out.PULUMI_CONFIG_PASSPHRASE = "";
+  return out;
+}
+
+/** The `pulumi` on PATH, through the Automation API. */
+export async function pulumiOnPath(): Promise<PulumiCommand> {
+  try {
+    return await PulumiCommand.get();
+  } catch (e) {
+    throw new Error(
+      `cannot run the \`pulumi\` CLI on PATH (${errorMessage(e)}): install it (https://www.pulumi.com/docs/install/) ` +
+        "or run this through npx in a project that has the `pulumi` npm package",
+    );
+  }
+}
+
+/** `DIR:STACK`, split at the last colon (stack names hold no colon; a directory might). */
+export function parseStackArg(arg: string): Target {
+  const at = arg.lastIndexOf(":");
+  if (at <= 0 || at === arg.length - 1)
+    throw new UsageError(`--stack ${arg}: give it as DIR:STACK, e.g. --stack infra/edge:prod`);
+  return { dir: arg.slice(0, at), stack: arg.slice(at + 1) };
+}
+
+const isProject = (dir: string) =>
+  existsSync(join(dir, "Pulumi.yaml")) || existsSync(join(dir, "Pulumi.yml"));
+
+/** A pseudo-stack for a directory whose stacks could not be listed: reported as an error. */
+const unlisted = (dir: string, error: string): StackReport => ({
+  dir,
+  stack: "*",
+  verdict: "error",
+  resources: [],
+  error,
+  seconds: 0,
+});
+
+/**
+ * Every stack the selection names, in the order given (each once), and an error report for each
+ * directory whose stacks could not be listed.
+ */
+export async function resolveTargets(
+  selection: Selection,
+  engine: Engine,
+): Promise<{ targets: Target[]; failures: StackReport[] }> {
+  const targets: Target[] = selection.stacks.map(parseStackArg);
+  const failures: StackReport[] = [];
+  const projects = [...selection.projects];
+  for (const parent of selection.projectsDirs) {
+    let entries: string[];
+    try {
+      entries = readdirSync(parent).sort();
+    } catch (e) {
+      failures.push(unlisted(parent, `cannot read the directory: ${errorMessage(e)}`));
+      continue;
+    }
+    const found = entries
+      .map((e) => join(parent, e))
+      .filter((d) => statSync(d).isDirectory() && isProject(d));
+    if (found.length === 0)
+      failures.push(unlisted(parent, "no Pulumi project (a directory with a Pulumi.yaml) in it"));
+    projects.push(...found);
+  }
+  for (const dir of projects) {
+    if (!isProject(dir)) {
+      failures.push(unlisted(dir, "not a Pulumi project: no Pulumi.yaml in it"));
+      continue;
+    }
+    try {
+      const ws = await LocalWorkspace.create({
+        workDir: resolve(dir),
+        pulumiCommand: engine.command,
+        envVars: engine.env,
+      });
+      const stacks = await ws.listStacks();
+      if (stacks.length === 0)
+        failures.push(
+          unlisted(dir, "the project has no stacks on this backend (`pulumi stack ls` lists none)"),
+        );
+      for (const s of stacks) targets.push({ dir, stack: s.name });
+    } catch (e) {
+      failures.push(unlisted(dir, engineMessage(e, [])));
+    }
+  }
+  const seen = new Set<string>();
+  const unique = targets.filter((t) => {
+    const k = `${resolve(t.dir)}\0${t.stack}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+  return { targets: unique, failures };
+}
+
+/** Runs `fn` over `items`, at most `limit` at a time; results in the items' order. */
+export async function pool<T, R>(
+  items: readonly T[],
+  limit: number,
+  fn: (item: T, i: number) => Promise<R>,
+): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+// `stack select` writes the project's workspace file: one at a time per directory.
+const selecting = new Map<string, Promise<unknown>>();
+
+async function selectStack(target: Target, engine: Engine): Promise<Stack> {
+  const workDir = resolve(target.dir);
+  const before = selecting.get(workDir) ?? Promise.resolve();
+  const mine = before.then(
+    () =>
+      LocalWorkspace.selectStack(
+        { stackName: target.stack, workDir },
+        { pulumiCommand: engine.command, envVars: engine.env },
+      ),
+    () =>
+      LocalWorkspace.selectStack(
+        { stackName: target.stack, workDir },
+        { pulumiCommand: engine.command, envVars: engine.env },
+      ),
+  );
+  selecting.set(
+    workDir,
+    mine.catch(() => undefined),
+  );
+  return mine;
+}
+
+// Colours the program's own output carries even with --color never.
+const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
+
+/**
+ * What the engine said went wrong: its error diagnostics when it sent any, else the stderr of
+ * the failed command (a missing or locked stack fails before any event).
+ */
+export function engineMessage(e: unknown, errors: readonly string[]): string {
+  const text =
+    errors.length > 0
+      ? errors.join("\n")
+      : (() => {
+          const m = errorMessage(e);
+          const stderr = /\n stderr: ([\s\S]*?)\n err\?: /.exec(m)?.[1];
+          return stderr && stderr.trim() ? stderr : m;
+        })();
+  return (
+    text
+      .replace(ANSI_COLOUR, "")
+      .split("\n")
+      .map((l) => l.trimEnd())
+      // The command line the Automation API ran says nothing the engine's own lines do not.
+      .filter((l) => l.trim() && !/^Command failed with exit code -?\d+: /.test(l))
+      .join("\n")
+  );
+}
+
+/** What one engine run's events say: the changed resources with their fields and authors. */
+export class EventLog {
+  private readonly steps: StepEventMetadata[] = [];
+  private readonly warnings = new Map<string, string[]>();
+  readonly errors: string[] = [];
+
+  readonly onEvent = (event: EngineEvent): void => {
+    const step = event.resourcePreEvent?.metadata;
+    if (step) this.steps.push(step);
+    const diag = event.diagnosticEvent;
+    if (diag?.severity === "error") this.errors.push(diag.message);
+    if (diag?.severity === "warning") {
+      const key = diag.urn ?? "";
+      this.warnings.set(key, [...(this.warnings.get(key) ?? []), diag.message]);
+    }
+  };
+
+  /** The authors the provider reported for a resource (its URN; a warning without one, by its name). */
+  private authors(urn: string, name: string): Author[] {
+    const own = (this.warnings.get(urn) ?? []).flatMap(parseAuthorWarnings);
+    const unattached = (this.warnings.get("") ?? [])
+      .filter((m) => m.split("\n").some((l) => l.trim().split(" ")[1] === `${name}:`))
+      .flatMap(parseAuthorWarnings);
+    return [...own, ...unattached];
+  }
+
+  /**
+   * Resources the engine would change: every step but `same` and the refresh and read steps,
+   * the root stack left out (its outputs follow its resources). For an update, the step's old
+   * inputs are the live ones (just refreshed) and its new inputs the program's.
+   */
+  drifted(): DriftedResource[] {
+    const out: DriftedResource[] = [];
+    for (const step of this.steps) {
+      if (["same", "refresh", "read", "discard"].includes(step.op)) continue;
+      if (step.type === "pulumi:pulumi:Stack") continue;
+      const name = step.urn.split("::").pop() ?? step.urn;
+      const live = step.old?.inputs ?? {};
+      const declared = step.new?.inputs ?? {};
+      const keys = step.detailedDiff
+        ? Object.keys(step.detailedDiff).map((p) => p.split(/[.[]/)[0]!)
+        : step.diffs;
+      const fields = step.old && step.new ? changedFields(declared, live, keys) : [];
+      out.push({
+        urn: step.urn,
+        name,
+        type: step.type,
+        op: step.op,
+        fields,
+        authors: this.authors(step.urn, name),
+      });
+    }
+    return out;
+  }
+}
+
+const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
+
+/** The drift check of one stack: `preview --refresh` with the program run; never throws. */
+export async function checkStack(target: Target, engine: Engine): Promise<StackReport> {
+  const started = Date.now();
+  const log = new EventLog();
+  try {
+    const stack = await selectStack(target, engine);
+    const preview = await stack.preview({
+      refresh: true,
+      runProgram: true,
+      color: "never",
+      onEvent: log.onEvent,
+    });
+    const resources = log.drifted();
+    const changes = Object.entries(preview.changeSummary).some(([op, n]) => op !== "same" && (n ?? 0) > 0);
+    return {
+      ...target,
+      verdict: changes || resources.length > 0 ? "drifted" : "clean",
+      resources,
+      seconds: seconds(started),
+    };
+  } catch (e) {
+    return {
+      ...target,
+      verdict: "error",
+      resources: [],
+      error: engineMessage(e, log.errors),
+      seconds: seconds(started),
+    };
+  }
+}
+
+/** `up --refresh` of one drifted stack; a 403 (a read key) is "refused", naming the scope. */
+export async function remediateStack(target: Target, engine: Engine): Promise<Remediation> {
+  const log = new EventLog();
+  try {
+    const stack = await selectStack(target, engine);
+    await stack.up({ refresh: true, runProgram: true, color: "never", onEvent: log.onEvent });
+    return { outcome: "restored" };
+  } catch (e) {
+    const message = engineMessage(e, log.errors);
+    const forbidden = message.split("\n").find((l) => /\bERR_EDGE_403\b|\b403\b/.test(l));
+    return forbidden
+      ? {
+          outcome: "refused",
+          message: `${forbidden.trim()} (the key in EDGE_API_KEY may only read: remediate with a write key)`,
+        }
+      : { outcome: "failed", message };
+  }
+}
+
+/** Checks every target, `parallel` at a time, with a progress line per stack. */
+export async function checkAll(
+  targets: readonly Target[],
+  parallel: number,
+  engine: Engine,
+): Promise<StackReport[]> {
+  let done = 0;
+  return pool(targets, parallel, async (t) => {
+    engine.progress(`checking ${stackLabel(t)}`);
+    const r = await checkStack(t, engine);
+    done++;
+    const what =
+      r.verdict === "drifted"
+        ? `drifted (${r.resources.length} resource${r.resources.length === 1 ? "" : "s"})`
+        : r.verdict === "error"
+          ? `error: ${r.error?.split("\n")[0] ?? ""}`
+          : "clean";
+    engine.progress(`[${done}/${targets.length}] ${stackLabel(t)}: ${what} (${r.seconds} s)`);
+    return r;
+  });
+}
