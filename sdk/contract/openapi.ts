@@ -195,8 +195,7 @@ export function buildOpenApi(): Json {
     info: {
       title: "Edge management API",
       version: "1",
-      description:
-        `HTTPS edges and their routes with ${Object.keys(OPERATIONS.modules).length} traffic modules, TLS edges and their IP restriction module. JSON over HTTP; unknown body fields and query parameters are refused (400 naming them); a rejected request changes nothing.`,
+      description: `HTTPS edges and their routes with ${Object.keys(OPERATIONS.modules).length} traffic modules, TLS edges and their IP restriction module. JSON over HTTP; unknown body fields and query parameters are refused (400 naming them); a rejected request changes nothing.`,
     },
     security: [{ bearer: [] }, {}],
     paths,

@@ -9,7 +9,7 @@
  */
 
 import type { MatchType, ModuleRequest, RouteModuleName, Scope, TlsIpRestrictionMutate } from "../contract";
-import type { Secrets, SecretsKey } from "./secrets";
+import type { SecretsKey } from "./secrets";
 
 /** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
 export type StoredModules = { [M in RouteModuleName]?: ModuleRequest<M> };
