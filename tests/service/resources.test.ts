@@ -936,7 +936,9 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
           path: "/edges/https/{edge}/routes/{route}",
           body: `{"description":"x","deep":${"[".repeat(depth)}${"]".repeat(depth)}}`,
           status: 400,
-          code: E.unknownField.code,
+          // Refused by the scan of the body's bytes before parsing (more values than a body may
+          // hold: BODY_MAX_VALUES), still naming the top-level field.
+          code: E.validation.code,
           field: "deep",
         },
         {
