@@ -4,7 +4,7 @@
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
- *                    [--log-format text|json]
+ *                    [--log-format text|json] [--audit-retention 90d]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD | env EDGE_SECRETS_KEY]
@@ -17,6 +17,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createKey, KeyUsageError, revokeKey } from "../service/api-keys";
+import { parseRetention } from "../service/audit";
 import { LOG_FORMATS, type LogFormat, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import { startServer } from "../service/server";
@@ -29,12 +30,13 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH | env EDGE_SECRETS_KEY]
-                          [--log-format text|json]
+                          [--log-format text|json] [--audit-retention 90d]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
           32 bytes, seals secrets at rest: without one they are stored unsealed; --log-format
-          json: one JSON object per request on stderr, for log pipelines. GET /healthz and
-          /readyz answer without a key; GET /metrics, Prometheus' format, with the key)
+          json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
+          long GET /audit_events keeps each change, 30s..999999d, pruned in the background. GET
+          /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -256,6 +258,7 @@ async function main(argv: string[]): Promise<number> {
       database: { type: "string" },
       "pool-size": { type: "string" },
       "log-format": { type: "string", default: "text" },
+      "audit-retention": { type: "string", default: "90d" },
       from: { type: "string" },
       to: { type: "string" },
       "secrets-key-file": { type: "string" },
@@ -328,6 +331,12 @@ async function main(argv: string[]): Promise<number> {
       throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
+  const auditRetentionMs = parseRetention(values["audit-retention"]);
+  if (auditRetentionMs === undefined) {
+    throw new Error(
+      `--audit-retention must be a number and a unit (s, m, h or d), e.g. 90d, got ${values["audit-retention"]}`,
+    );
+  }
   const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
   const logFormat: LogFormat | undefined = LOG_FORMATS.find((f) => f === values["log-format"]);
   if (logFormat === undefined) {
@@ -349,6 +358,7 @@ async function main(argv: string[]): Promise<number> {
     rateLimitPerMinute,
     log: sink,
     logFormat,
+    auditRetentionMs,
   });
   const namedKeys = (await server.store.apiKeys()).filter((k) => k.revoked_at === null).length;
   const auth = [apiKey ? "bootstrap key" : "", namedKeys > 0 ? `${namedKeys} named keys` : ""].filter(

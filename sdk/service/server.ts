@@ -33,6 +33,8 @@ export interface ServerOptions {
   metrics?: boolean;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
+  /** How long audit events are kept (see EdgeAppOptions; `serve` defaults to 90 days). */
+  auditRetentionMs?: number;
 }
 
 export interface RunningServer {
@@ -74,6 +76,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     logFormat: opts.logFormat,
     metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
+    auditRetentionMs: opts.auditRetentionMs,
   });
   const server = await new Promise<ReturnType<typeof serve>>((resolve, reject) => {
     const s = serve({ fetch: app.fetch, hostname: host, port: opts.port ?? 8080 }, () => resolve(s));

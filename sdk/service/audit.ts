@@ -1,0 +1,311 @@
+/**
+ * The audit trail: what one change writes (kind, ids, who, the changed fields), the diff that
+ * says which fields changed with the secret leaves redacted, and the background pruning of
+ * events past the retention. The store writes an event in the change's own transaction
+ * (StoreTx.insertAuditEvent), so a change is never stored without its event, nor an event
+ * without its change (a rejected request, a rolled-back transaction: nothing).
+ */
+import { setImmediate as yieldToRequests } from "node:timers/promises";
+import {
+  AUDIT_EVENT_MAX_BYTES,
+  AUDIT_REDACTED,
+  AUDIT_TRUNCATED,
+  type AuditChange,
+  type AuditEvent,
+  type AuditObjectKind,
+  auditEventSchema,
+  ROUTE_SECRET_PATHS,
+  mapPaths,
+} from "../contract";
+import type { AuditFilter } from "./store";
+
+/** An event as the store writes it (its id and seq are the store's). */
+export type AuditRecord = Omit<AuditEvent, "id">;
+
+/** Who asks for a change: the request's key name and `Request-Id` (none for `edge-service keys`). */
+export interface AuditActor {
+  key?: string;
+  requestId?: string;
+}
+
+/** The retention `serve` applies by default (`--audit-retention 90d`). */
+export const DEFAULT_AUDIT_RETENTION_MS = 90 * 24 * 3600 * 1000;
+
+/** `90d`, `12h`, `30m`, `45s` → milliseconds; undefined when it is none of these. */
+export function parseRetention(text: string): number | undefined {
+  const m = /^(\d{1,6})([smhd])$/.exec(text.trim());
+  if (!m) return undefined;
+  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"];
+  const ms = Number(m[1]) * unit;
+  return ms > 0 ? ms : undefined;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The leaves of a value by dotted path: objects are walked, anything else (arrays, scalars,
+ * null) is a leaf. An empty object is a leaf too, so a module configured with no fields shows.
+ */
+function leaves(value: unknown, at: string[], out: Map<string, { path: string[]; value: unknown }>): void {
+  if (isObject(value) && Object.keys(value).length > 0) {
+    for (const [k, v] of Object.entries(value)) leaves(v, [...at, k], out);
+  } else if (value !== undefined && at.length > 0) out.set(at.join("."), { path: at, value });
+}
+
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
+const under = (path: readonly string[], secret: readonly string[]): boolean =>
+  path.length >= secret.length && secret.every((s, i) => s === "*" || s === path[i]);
+/** Whether `path` is strictly above the secret path `secret`. */
+const above = (path: readonly string[], secret: readonly string[]): boolean =>
+  path.length < secret.length && path.every((p, i) => secret[i] === "*" || secret[i] === p);
+
+/** A changed value with the secrets it holds (or is) replaced by the marker. */
+function redact(path: readonly string[], value: unknown, secrets: readonly (readonly string[])[]): unknown {
+  let out = value;
+  for (const s of secrets) {
+    if (under(path, s)) return AUDIT_REDACTED;
+    if (above(path, s)) out = mapPaths(out, [s.slice(path.length)], () => AUDIT_REDACTED, { whole: true });
+  }
+  return out;
+}
+
+/**
+ * The fields that differ between two images of an object (wire names, snake_case), leaf by leaf:
+ * before/after per changed path, a side absent where the field did not exist. Values along
+ * `secrets` (the contract's ROUTE_SECRET_PATHS for a route) read AUDIT_REDACTED: the change shows,
+ * the value never does.
+ */
+export function diffChanges(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown> | undefined,
+  secrets: readonly (readonly string[])[] = [],
+): Record<string, AuditChange> {
+  const was = new Map<string, { path: string[]; value: unknown }>();
+  const is = new Map<string, { path: string[]; value: unknown }>();
+  leaves(before, [], was);
+  leaves(after, [], is);
+  const changes: Record<string, AuditChange> = {};
+  for (const key of new Set([...was.keys(), ...is.keys()])) {
+    const b = was.get(key);
+    const a = is.get(key);
+    if (b && a && same(b.value, a.value)) continue;
+    const path = (a ?? b)!.path;
+    changes[key] = {
+      ...(b ? { before: redact(path, b.value, secrets) } : {}),
+      ...(a ? { after: redact(path, a.value, secrets) } : {}),
+    };
+  }
+  return changes;
+}
+
+/** The secret paths of a route image (its modules at the top level, as on the wire). */
+export const ROUTE_SECRETS: readonly (readonly string[])[] = ROUTE_SECRET_PATHS;
+
+/**
+ * The changes bounded to AUDIT_EVENT_MAX_BYTES of JSON: values that do not fit read
+ * AUDIT_TRUNCATED (their paths still show), and paths that do not fit are left out.
+ */
+export function boundChanges(changes: Record<string, AuditChange>): {
+  changes: Record<string, AuditChange>;
+  truncated: boolean;
+} {
+  if (JSON.stringify(changes).length <= AUDIT_EVENT_MAX_BYTES) return { changes, truncated: false };
+  const out: Record<string, AuditChange> = {};
+  let size = 2;
+  for (const [path, change] of Object.entries(changes)) {
+    const whole = JSON.stringify(path).length + JSON.stringify(change).length + 2;
+    const stub: AuditChange = {
+      ...("before" in change ? { before: AUDIT_TRUNCATED } : {}),
+      ...("after" in change ? { after: AUDIT_TRUNCATED } : {}),
+    };
+    const short = JSON.stringify(path).length + JSON.stringify(stub).length + 2;
+    // Room is kept for the stubs of the paths after this one, at least of the next.
+    if (size + whole <= AUDIT_EVENT_MAX_BYTES - 256) {
+      out[path] = change;
+      size += whole;
+    } else if (size + short <= AUDIT_EVENT_MAX_BYTES) {
+      out[path] = stub;
+      size += short;
+    } else break;
+  }
+  return { changes: out, truncated: true };
+}
+
+/** The event of one change, its changes bounded. */
+export function auditRecord(
+  operation: string,
+  object: { kind: AuditObjectKind; id: string; edgeId?: string },
+  actor: AuditActor | undefined,
+  changes: Record<string, AuditChange>,
+): AuditRecord {
+  const bounded = boundChanges(changes);
+  return {
+    time: new Date().toISOString(),
+    operation,
+    object_kind: object.kind,
+    object_id: object.id,
+    edge_id: object.edgeId ?? null,
+    key: actor?.key ?? null,
+    request_id: actor?.requestId ?? null,
+    changes: bounded.changes,
+    truncated: bounded.truncated,
+  };
+}
+
+/** Events deleted per statement: small, so a prune never holds the database for long. */
+export const PRUNE_BATCH = 500;
+/** Batches per round at most (the next round takes the rest). */
+const PRUNE_BATCHES_PER_ROUND = 200;
+
+export interface AuditPruneTarget {
+  /** Deletes up to `limit` of the oldest events older than `before` (RFC 3339); how many it deleted. */
+  pruneAuditEvents(before: string, limit: number): Promise<number>;
+}
+
+/**
+ * Deletes the events older than the retention, in the background: a round every
+ * `min(retention / 4, 60 s)` (at least 1 s), each a series of small batches with the event loop
+ * given back to requests between them. The timer never holds the process open.
+ */
+export class AuditPruner {
+  private timer?: NodeJS.Timeout;
+  private running = false;
+
+  constructor(
+    private readonly store: AuditPruneTarget,
+    private readonly retentionMs: number,
+    private readonly onPruned: (n: number) => void = () => undefined,
+    private readonly onError: (e: unknown) => void = () => undefined,
+  ) {}
+
+  start(): this {
+    const every = Math.max(1000, Math.min(60_000, Math.floor(this.retentionMs / 4)));
+    this.timer = setInterval(() => void this.round(), every);
+    this.timer.unref();
+    return this;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  /** One round: batches until fewer than a batch is left (bounded). */
+  async round(): Promise<number> {
+    if (this.running) return 0;
+    this.running = true;
+    let total = 0;
+    try {
+      const before = new Date(Date.now() - this.retentionMs).toISOString();
+      for (let i = 0; i < PRUNE_BATCHES_PER_ROUND; i++) {
+        const n = await this.store.pruneAuditEvents(before, PRUNE_BATCH);
+        total += n;
+        if (n > 0) this.onPruned(n);
+        if (n < PRUNE_BATCH) break;
+        await yieldToRequests();
+      }
+    } catch (e) {
+      this.onError(e);
+    } finally {
+      this.running = false;
+    }
+    return total;
+  }
+}
+
+// ---------------------------------------------------------------- the table, on both stores
+
+/**
+ * The audit table, one statement for both stores (the seq column's type is each store's: SQLite's
+ * AUTOINCREMENT never reuses a pruned id, PostgreSQL's BIGSERIAL neither). A migration of its own
+ * on each store, self-contained, so it can be renumbered after another one.
+ */
+export function auditTable(seq: string): string {
+  return `CREATE TABLE audit_events (
+     seq ${seq},
+     time TEXT NOT NULL,
+     operation TEXT NOT NULL,
+     object_kind TEXT NOT NULL,
+     object_id TEXT NOT NULL,
+     edge_id TEXT,
+     key_name TEXT,
+     request_id TEXT,
+     changes TEXT NOT NULL,
+     truncated INTEGER NOT NULL
+   );
+   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);
+   CREATE INDEX audit_events_by_key ON audit_events (key_name, seq);
+   CREATE INDEX audit_events_by_time ON audit_events (time);`;
+}
+
+/** The columns of an insert, in order, with their values. */
+export const AUDIT_INSERT_COLUMNS =
+  "time, operation, object_kind, object_id, edge_id, key_name, request_id, changes, truncated";
+export const auditInsertValues = (e: AuditRecord): Array<string | number | null> => [
+  e.time,
+  e.operation,
+  e.object_kind,
+  e.object_id,
+  e.edge_id,
+  e.key,
+  e.request_id,
+  JSON.stringify(e.changes),
+  e.truncated ? 1 : 0,
+];
+
+/**
+ * The statement of a page of the trail: its text (the placeholders each store's, `?` or `$n`), a
+ * name that differs when the text does (PostgreSQL prepares each once per connection), the values.
+ */
+export function auditListQuery(
+  f: AuditFilter,
+  placeholder: (n: number) => string,
+): { name: string; text: string; values: Array<string | number> } {
+  const where: string[] = [];
+  const values: Array<string | number> = [];
+  const add = (sql: string, value: string | number) => {
+    values.push(value);
+    where.push(sql.replace("?", placeholder(values.length)));
+  };
+  let name = "audit_list";
+  if (f.objectId !== undefined) {
+    add("object_id = ?", f.objectId);
+    name += "_o";
+  }
+  if (f.key !== undefined) {
+    add("key_name = ?", f.key);
+    name += "_k";
+  }
+  if (f.since !== undefined) {
+    // Stored times are toISOString's: the filter compares as text in the same form.
+    add("time >= ?", new Date(f.since).toISOString());
+    name += "_s";
+  }
+  add("seq < ?", f.beforeSeq ?? Number.MAX_SAFE_INTEGER);
+  values.push(f.limit);
+  return {
+    name,
+    text: `SELECT * FROM audit_events WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ${placeholder(values.length)}`,
+    values,
+  };
+}
+
+/** A row of the audit table → the event on the wire (checked against the contract: a broken row is an error). */
+export function auditEventOf(raw: object): AuditEvent {
+  const col = (name: string): unknown => Reflect.get(raw, name);
+  const changes = col("changes");
+  return auditEventSchema.parse({
+    id: `aud_${String(col("seq"))}`,
+    time: col("time"),
+    operation: col("operation"),
+    object_kind: col("object_kind"),
+    object_id: col("object_id"),
+    edge_id: col("edge_id") ?? null,
+    key: col("key_name") ?? null,
+    request_id: col("request_id") ?? null,
+    changes: typeof changes === "string" ? (JSON.parse(changes) as unknown) : changes,
+    truncated: Number(col("truncated")) === 1,
+  });
+}
