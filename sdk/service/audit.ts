@@ -8,14 +8,12 @@
 import { setImmediate as yieldToRequests } from "node:timers/promises";
 import {
   AUDIT_EVENT_MAX_BYTES,
-  AUDIT_REDACTED,
   AUDIT_TRUNCATED,
   type AuditChange,
   type AuditEvent,
   type AuditObjectKind,
   auditEventSchema,
   ROUTE_SECRET_PATHS,
-  mapPaths,
 } from "../contract";
 import type { AuditFilter } from "./store";
 
@@ -40,66 +38,7 @@ export function parseRetention(text: string): number | undefined {
   return ms > 0 ? ms : undefined;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v);
-
-/**
- * The leaves of a value by dotted path: objects are walked, anything else (arrays, scalars,
- * null) is a leaf. An empty object is a leaf too, so a module configured with no fields shows.
- */
-function leaves(value: unknown, at: string[], out: Map<string, { path: string[]; value: unknown }>): void {
-  if (isObject(value) && Object.keys(value).length > 0) {
-    for (const [k, v] of Object.entries(value)) leaves(v, [...at, k], out);
-  } else if (value !== undefined && at.length > 0) out.set(at.join("."), { path: at, value });
-}
-
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
-
-/** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
-const under = (path: readonly string[], secret: readonly string[]): boolean =>
-  path.length >= secret.length && secret.every((s, i) => s === "*" || s === path[i]);
-/** Whether `path` is strictly above the secret path `secret`. */
-const above = (path: readonly string[], secret: readonly string[]): boolean =>
-  path.length < secret.length && path.every((p, i) => secret[i] === "*" || secret[i] === p);
-
-/** A changed value with the secrets it holds (or is) replaced by the marker. */
-function redact(path: readonly string[], value: unknown, secrets: readonly (readonly string[])[]): unknown {
-  let out = value;
-  for (const s of secrets) {
-    if (under(path, s)) return AUDIT_REDACTED;
-    if (above(path, s)) out = mapPaths(out, [s.slice(path.length)], () => AUDIT_REDACTED, { whole: true });
-  }
-  return out;
-}
-
-/**
- * The fields that differ between two images of an object (wire names, snake_case), leaf by leaf:
- * before/after per changed path, a side absent where the field did not exist. Values along
- * `secrets` (the contract's ROUTE_SECRET_PATHS for a route) read AUDIT_REDACTED: the change shows,
- * the value never does.
- */
-export function diffChanges(
-  before: Record<string, unknown> | undefined,
-  after: Record<string, unknown> | undefined,
-  secrets: readonly (readonly string[])[] = [],
-): Record<string, AuditChange> {
-  const was = new Map<string, { path: string[]; value: unknown }>();
-  const is = new Map<string, { path: string[]; value: unknown }>();
-  leaves(before, [], was);
-  leaves(after, [], is);
-  const changes: Record<string, AuditChange> = {};
-  for (const key of new Set([...was.keys(), ...is.keys()])) {
-    const b = was.get(key);
-    const a = is.get(key);
-    if (b && a && same(b.value, a.value)) continue;
-    const path = (a ?? b)!.path;
-    changes[key] = {
-      ...(b ? { before: redact(path, b.value, secrets) } : {}),
-      ...(a ? { after: redact(path, a.value, secrets) } : {}),
-    };
-  }
-  return changes;
-}
+export { diffChanges } from "../contract";
 
 /** The secret paths of a route image (its modules at the top level, as on the wire). */
 export const ROUTE_SECRETS: readonly (readonly string[])[] = ROUTE_SECRET_PATHS;
