@@ -157,6 +157,11 @@ export class AuditPruner {
 // ---------------------------------------------------------------- the table, on both stores
 
 /**
+ * One index only, by object (what a refresh's attribution asks): each index is pages more per
+ * write; with indexes by key and by time too, an event cost a POST 1.5× its CPU (BENCHMARKS.md,
+ * "Audit trail"). Pruning walks the oldest seqs instead (see AUDIT_PRUNE), and a `key` filter
+ * scans newest first.
+ *
  * The audit table, one statement for both stores (the seq column's type is each store's: SQLite's
  * AUTOINCREMENT never reuses a pruned id, PostgreSQL's BIGSERIAL neither). A migration of its own
  * on each store, self-contained, so it can be renumbered after another one.
@@ -174,10 +179,16 @@ export function auditTable(seq: string): string {
      changes TEXT NOT NULL,
      truncated INTEGER NOT NULL
    );
-   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);
-   CREATE INDEX audit_events_by_key ON audit_events (key_name, seq);
-   CREATE INDEX audit_events_by_time ON audit_events (time);`;
+   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);`;
 }
+
+/**
+ * Deletes the oldest events past the retention, a bounded batch: the `limit` lowest seqs, those
+ * of them older than the cutoff (seq follows time, so the old ones are the lowest; a batch never
+ * scans more than `limit` rows, with or without anything to delete). Placeholders: cutoff, limit.
+ */
+export const auditPruneStatement = (cutoff: string, limit: string) =>
+  `DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events ORDER BY seq LIMIT ${limit}) AND time < ${cutoff}`;
 
 /** The columns of an insert, in order, with their values. */
 export const AUDIT_INSERT_COLUMNS =

@@ -24,6 +24,7 @@ import {
   auditEventOf,
   auditInsertValues,
   auditListQuery,
+  auditPruneStatement,
   type AuditRecord,
   auditTable,
 } from "./audit";
@@ -780,7 +781,7 @@ export class PostgresStore implements Store {
     try {
       const { rowCount } = await this.pool.query({
         name: "audit_prune",
-        text: "DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE time < $1 ORDER BY seq LIMIT $2)",
+        text: auditPruneStatement("$1", "$2"),
         values: [before, limit],
       });
       return rowCount ?? 0;

@@ -23,6 +23,7 @@ import {
   auditEventOf,
   auditInsertValues,
   auditListQuery,
+  auditPruneStatement,
   type AuditRecord,
   auditTable,
 } from "./audit";
@@ -389,11 +390,7 @@ export class SqliteStore implements Store, StoreTx {
   async pruneAuditEvents(before: string, limit: number): Promise<number> {
     // By seq, the oldest first: a batch is one short statement, requests run between batches.
     return this.write(() =>
-      Promise.resolve(
-        this.sql(
-          "DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events WHERE time < ? ORDER BY seq LIMIT ?)",
-        ).run(before, limit).changes,
-      ),
+      Promise.resolve(this.sql(auditPruneStatement("?2", "?1")).run(limit, before).changes),
     );
   }
 

@@ -68,11 +68,13 @@ describe.each(FACES)(
     let ws: Workspace;
     let server: RunningServer;
     let stack: Stack;
+    let dataDir: string;
 
     beforeAll(async () => {
       ws = makeWs();
+      dataDir = mkdtempSync(join(tmpdir(), "edge-drift-author-"));
       server = await startServer({
-        dataDir: mkdtempSync(join(tmpdir(), "edge-drift-author-")),
+        dataDir,
         port: 0,
         apiKey: BOOTSTRAP,
       });
