@@ -30,6 +30,13 @@ const urnOf = (inputs: unknown): string | undefined => {
 };
 
 /**
+ * Outputs with the resource's URN among them (`__urn`, which diffs ignore as they do the inputs'):
+ * the host hands `read` the stored outputs and no URN, and a refresh's drift warning names the
+ * resource by it.
+ */
+const withUrn = (outs: Props, urn: string | undefined): Props => (urn ? { ...outs, __urn: urn } : outs);
+
+/**
  * The provider as the host sees it: property maps in and out. What goes back carries the engine's
  * secret wrappers (no longer the model's types); what comes in is what this face's check answered
  * (typed again with checkedInputs, as on the packaged face).
@@ -56,19 +63,25 @@ export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.Resour
       return { changes: changed.length > 0, replaces, deleteBeforeReplace: false };
     },
     async create(inputs) {
-      const { client, ctx } = operation(urnOf(inputs), { create: true });
+      const urn = urnOf(inputs);
+      const { client, ctx } = operation(urn, { create: true });
       const { id, outs } = await life.create(client, typed(inputs), ctx);
-      return { id, outs: concealed(outs) };
+      return { id, outs: withUrn(concealed(outs), urn) };
     },
     async read(id, props) {
-      const { client, ctx } = operation(undefined);
+      // The host hands read no URN: the outputs carry it (see withUrn), for the drift warnings.
+      const urn = urnOf(props);
+      const { client, ctx } = operation(urn);
       const found = await life.read(client, id, props, ctx);
-      if (found) return { id: found.id, props: concealed(found.outs), inputs: concealed(found.inputs) };
+      if (found) {
+        return { id: found.id, props: withUrn(concealed(found.outs), urn), inputs: concealed(found.inputs) };
+      }
       return { id: "", props: {} }; // gone (a fresh object: the host mutates it)
     },
     async update(id, olds, news) {
-      const { client, ctx } = operation(urnOf(news));
-      return { outs: concealed(await life.update(client, id, olds, typed(news), ctx)) };
+      const urn = urnOf(news);
+      const { client, ctx } = operation(urn);
+      return { outs: withUrn(concealed(await life.update(client, id, olds, typed(news), ctx)), urn) };
     },
     async delete(id, props) {
       const { client, ctx } = operation(undefined);

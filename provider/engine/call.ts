@@ -24,5 +24,7 @@ export function operation(
   const log = resourceLog(urn);
   const client = edgeClient().with({ onRetry: (n) => log.info(retryText(n)) });
   const identity = opts.create && urn ? createIdentity(urn) : undefined;
-  return { client, ctx: { log, identity } };
+  // The name is the URN's last part (`urn:pulumi:stack::project::type::name`).
+  const name = urn?.split("::").pop() || undefined;
+  return { client, ctx: { log, identity, name } };
 }

@@ -1,6 +1,7 @@
 import type { EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
 import { ID_PATTERN } from "../../sdk/contract";
+import { isProps } from "../model/check";
 import {
   checkEdge,
   decodeEdge,
@@ -12,6 +13,7 @@ import {
 import type { EdgeInputs, EdgeOutputs } from "../model/types";
 import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
+import { attributeDeletion, attributeDrift } from "./attribution";
 import { BadIdError, readOrGone } from "./errors";
 import { heldByCreate, noteCreated } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
@@ -50,7 +52,7 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
       });
       return { id: edge.id, outs: edgeOutputsOf(edge) };
     },
-    async read(client, id) {
+    async read(client, id, stored, ctx) {
       if (!ID_PATTERN.test(id))
         throw new BadIdError(
           label,
@@ -58,7 +60,22 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
           `the ${label}'s id (e.g. ${kind === "https" ? "edghts_" : "edgtls_"}...)`,
         );
       const edge = await readOrGone(() => calls(client, kind).get(id));
-      if (!edge) return undefined;
+      // A refresh (state to compare with; an import has none) says who made the drift it finds.
+      const refresh = isProps(stored) && Object.keys(stored).length > 0;
+      const what = { label, id, objectId: id };
+      if (!edge) {
+        if (refresh) await attributeDeletion(client, ctx, what);
+        return undefined;
+      }
+      if (refresh) {
+        await attributeDrift(
+          client,
+          ctx,
+          what,
+          { ...decodeEdge(stored) },
+          { ...decodeEdge(edgeOutputsOf(edge)) },
+        );
+      }
       const { uri: _uri, createdAt: _created, ...inputs } = edgeOutputsOf(edge);
       return { id, outs: edgeOutputsOf(edge), inputs };
     },

@@ -13,6 +13,7 @@ import {
 import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
+import { attributeDeletion, attributeDrift } from "./attribution";
 import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
 import { assertRecoverable, heldByCreate, noteAdopted, noteCreated, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
@@ -87,10 +88,24 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
     return { id: route.id, outs: routeOutputsOf(route) };
   },
 
-  async read(client, id, stored) {
+  async read(client, id, stored, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
     const route = await readOrGone(() => client.getRoute(edgeId, routeId));
-    if (!route) return undefined;
+    // A refresh (state to compare with; an import has none) says who made the drift it finds.
+    const refresh = isProps(stored) && Object.keys(stored).length > 0;
+    const what = { label: "route", id: routeId, objectId: routeId, parentId: edgeId };
+    if (!route) {
+      if (refresh) await attributeDeletion(client, ctx, what);
+      return undefined;
+    }
+    if (refresh)
+      await attributeDrift(
+        client,
+        ctx,
+        what,
+        { ...decodeRoute(stored) },
+        { ...routeConfigOfResponse(route) },
+      );
     return { id, outs: routeOutputsOf(route), inputs: routeInputsOf(routeConfigOfResponse(route)) };
   },
 

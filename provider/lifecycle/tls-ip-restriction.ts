@@ -11,6 +11,7 @@ import {
 import type { TlsIpRestrictionInputs, TlsIpRestrictionOutputs } from "../model/types";
 import { applyTlsIpRestrictionPlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
+import { attributeDeletion, attributeDrift } from "./attribution";
 import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
 import { heldByCreate, noteAdopted, noteCreated } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
@@ -68,11 +69,26 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
     return { id: inputs.edgeId, outs: tlsIpRestrictionOutputsOf(inputs.edgeId, module) };
   },
 
-  async read(client, id, stored) {
+  async read(client, id, stored, ctx) {
     const edgeId = edgeIdOf(id, stored);
     const module = await readOrGone(() => client.getTlsIpRestriction(edgeId));
-    if (!module) return undefined;
+    // A refresh (state to compare with; an import has none) says who made the drift it finds.
+    const refresh = isProps(stored) && Object.keys(stored).length > 0;
+    const what = { label: LABEL, id: edgeId, objectId: edgeId };
+    if (!module) {
+      if (refresh) await attributeDeletion(client, ctx, what);
+      return undefined;
+    }
     const outs = tlsIpRestrictionOutputsOf(edgeId, module);
+    if (refresh) {
+      await attributeDrift(
+        client,
+        ctx,
+        what,
+        { ...decodeTlsIpRestriction(stored, edgeId) },
+        { ...decodeTlsIpRestriction(outs, edgeId) },
+      );
+    }
     return { id, outs, inputs: outs };
   },
 

@@ -28,6 +28,8 @@ export interface OperationContext {
   identity?: string;
   /** The engine's log for this resource. */
   log?: ResourceLog;
+  /** The resource's name (the last part of its URN), when the face knows it: what warnings call it. */
+  name?: string;
 }
 
 export interface Read<I, O> {

@@ -4,7 +4,7 @@
  *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
- *                    [--log-format text|json] [--shutdown-grace 10s]
+ *                    [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
@@ -18,6 +18,7 @@ import { constants } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { createKey, KeyUsageError, keysRequired, revokeKey } from "../service/api-keys";
+import { parseRetention } from "../service/audit";
 import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import {
@@ -35,14 +36,15 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
-                          [--log-format text|json] [--shutdown-grace 10s]
+                          [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
           32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
           --secrets-key-file (or comma-separate EDGE_SECRETS_KEY) for a key ring: each key opens
           what it sealed, new values are sealed under the store's current key; --log-format
-          json: one JSON object per request on stderr, for log pipelines. GET /healthz and
-          /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
+          json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
+          long GET /audit_events keeps each change, 30s..999999d, pruned in the background. GET
+          /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
           SIGTERM/SIGINT: stop accepting, answer with "Connection: close", let in-flight
           requests finish for --shutdown-grace (10s, 1.5s, 500ms), then cut the connections
           still open, close the store and exit 0; a second signal cuts them at once)
@@ -296,6 +298,7 @@ async function main(argv: string[]): Promise<number> {
       "pool-size": { type: "string" },
       "log-format": { type: "string", default: "text" },
       "shutdown-grace": { type: "string" },
+      "audit-retention": { type: "string", default: "90d" },
       from: { type: "string" },
       to: { type: "string" },
       "secrets-key-file": { type: "string", multiple: true },
@@ -367,6 +370,12 @@ async function main(argv: string[]): Promise<number> {
       throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
+  const auditRetentionMs = parseRetention(values["audit-retention"]);
+  if (auditRetentionMs === undefined) {
+    throw new Error(
+      `--audit-retention must be a number and a unit (s, m, h or d), e.g. 90d, got ${values["audit-retention"]}`,
+    );
+  }
   const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
   const logFormat: LogFormat | undefined = LOG_FORMATS.find((f) => f === values["log-format"]);
   if (logFormat === undefined) {
@@ -394,6 +403,7 @@ async function main(argv: string[]): Promise<number> {
     log: sink,
     logFormat,
     shutdownGraceMs,
+    auditRetentionMs,
   });
   console.log(
     `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, apiKey !== undefined)})`,

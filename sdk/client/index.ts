@@ -5,6 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import {
+  type AuditEvent,
+  type AuditEventList,
   type EdgeCreate,
   errorBodySchema,
   fillPath,
@@ -81,6 +83,16 @@ export class EdgeApiError extends Error {
 export interface PageOptions {
   limit?: number;
   beforeId?: string;
+}
+
+/** The filters of the audit trail (`GET /audit_events`), and its page. */
+export interface AuditFilterOptions extends PageOptions {
+  /** Only the events of this object (a TLS IP restriction's id is its edge's). */
+  objectId?: string;
+  /** Only events at or after this time (RFC 3339). */
+  since?: string;
+  /** Only the changes made with the API key of this name. */
+  key?: string;
 }
 
 /** How a create is made exactly once (see the service's `Idempotency-Key`). */
@@ -252,6 +264,19 @@ export class EdgeClient {
     return this.request(OPS.tlsIpRestriction.delete, { id: edgeId });
   }
 
+  // ---------------------------------------------------------------- audit trail
+  /** A page of the audit trail, newest first (a service older than the trail answers 404). */
+  listAuditEvents(filter: AuditFilterOptions = {}): Promise<AuditEventList> {
+    return this.request(OPS.audit.list, {}, { page: filter, query: filter });
+  }
+  /** Every event that matches `filter`, newest first, following next_page_uri. */
+  allAuditEvents(filter: Omit<AuditFilterOptions, "beforeId"> = {}): AsyncGenerator<AuditEvent> {
+    return allPages(
+      (beforeId) => this.listAuditEvents({ ...filter, beforeId }),
+      (page) => page.audit_events,
+    );
+  }
+
   // ---------------------------------------------------------------- plumbing
   /**
    * One operation of the contract's table: its method and path, the body sent exactly as given,
@@ -260,9 +285,9 @@ export class EdgeClient {
   async request<O extends Operation>(
     op: O,
     params: Record<PathParams<O["path"]>, string>,
-    opts: { body?: unknown; page?: PageOptions; create?: CreateOptions } = {},
+    opts: { body?: unknown; page?: PageOptions; query?: AuditFilterOptions; create?: CreateOptions } = {},
   ): Promise<SuccessOf<O>> {
-    const path = fillPath(op.path, params) + query(opts.page);
+    const path = fillPath(op.path, params) + query(opts.page, opts.query);
     const operation = `${op.method} ${path}`;
     const text = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const headers: Record<string, string> =
@@ -327,8 +352,11 @@ export class EdgeClient {
   }
 }
 
-function query(page?: PageOptions): string {
+function query(page?: PageOptions, filter?: AuditFilterOptions): string {
   const q = new URLSearchParams();
+  if (filter?.objectId !== undefined) q.set("object_id", filter.objectId);
+  if (filter?.since !== undefined) q.set("since", filter.since);
+  if (filter?.key !== undefined) q.set("key", filter.key);
   if (page?.limit !== undefined) q.set("limit", String(page.limit));
   if (page?.beforeId !== undefined) q.set("before_id", page.beforeId);
   const s = q.toString();

@@ -3,6 +3,7 @@
  * limits, the error catalogue. The one source of truth, imported by the service, the client
  * and the provider. Imports nothing else of ours.
  */
+export * from "./audit";
 export * from "./edges";
 export * from "./errors";
 export * from "./limits";

@@ -15,9 +15,9 @@ import {
   MODULE_OPERATIONS,
   type Operation,
   OPERATIONS,
+  QUERY_SCHEMAS,
   requiredScope,
 } from "./operations";
-import { pageQuerySchema } from "./wire";
 
 type Json = Record<string, unknown>;
 
@@ -79,8 +79,8 @@ function operation(op: Operation, opLinks?: Json): Json {
     required: true,
     schema: { type: "string", pattern: ID_PATTERN.source },
   }));
-  if (op.query === "page") {
-    const page = jsonSchema(pageQuerySchema, "output") as { properties: Record<string, Json> };
+  if (op.query) {
+    const page = jsonSchema(QUERY_SCHEMAS[op.query], "output") as { properties: Record<string, Json> };
     for (const [name, schema] of Object.entries(page.properties)) {
       const { description, ...rest } = schema;
       parameters.push({ name, in: "query", required: false, description, schema: rest });

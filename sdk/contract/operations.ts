@@ -5,6 +5,7 @@
  * this table (as @hono/zod-openapi's `createRoute` does for one route).
  */
 import { z } from "zod";
+import { auditEventListSchema, auditQuerySchema } from "./audit";
 import {
   edgeCreateSchema,
   httpsEdgeListSchema,
@@ -14,7 +15,7 @@ import {
 } from "./edges";
 import { byModule, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { routeCreateBodySchema, routeListSchema, routeSchema, routeUpdateSchema } from "./routes";
-import { acceptsEmptyBody, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } from "./wire";
+import { acceptsEmptyBody, pageQuerySchema, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } from "./wire";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -48,8 +49,11 @@ export interface Operation {
   readonly path: string;
   readonly summary: string;
   readonly tag: string;
-  /** `page`: `?limit=` and `?before_id=`; absent: no query parameter at all (any other is a 400). */
-  readonly query?: "page";
+  /**
+   * `page`: `?limit=` and `?before_id=`; `audit`: those and the audit trail's filters (see
+   * QUERY_SCHEMAS); absent: no query parameter at all (any other is a 400).
+   */
+  readonly query?: QueryKind;
   /**
    * The request body, in every form the service accepts. `emptyIsObject`: a request without any
    * body (no bytes, no content type) is `{}` (a module whose fields are all optional).
@@ -82,6 +86,14 @@ export interface Operation {
    */
   readonly errors: readonly number[];
 }
+
+/** The query parameters of each kind of list operation. */
+export const QUERY_SCHEMAS = { page: pageQuerySchema, audit: auditQuerySchema } as const;
+export type QueryKind = keyof typeof QUERY_SCHEMAS;
+/** The parsed query of `O` (an empty object for an operation that takes none). */
+export type QueryOf<O extends Pick<Operation, "query">> = O["query"] extends QueryKind
+  ? z.output<(typeof QUERY_SCHEMAS)[O["query"]]>
+  : Record<string, never>;
 
 /** The scope a key needs for `op`: none for a public one, `read` for a GET, `write` for any change. */
 export const requiredScope = (op: Pick<Operation, "method" | "public">): Scope | undefined =>
@@ -319,6 +331,24 @@ export const OPERATIONS = {
       errors: [404],
     }),
   },
+  audit: {
+    list: op({
+      id: "list_audit_events",
+      method: "GET",
+      path: "/audit_events",
+      summary:
+        "List the audit trail, newest first, a page at a time: one event per change (who, when, which fields; secrets redacted)",
+      tag: "Audit",
+      query: "audit",
+      success: {
+        status: 200,
+        schema: auditEventListSchema,
+        ref: "AuditEventList",
+        description: "One page; `next_page_uri` (which keeps the filters) is null on the last.",
+      },
+      errors: [],
+    }),
+  },
   meta: {
     openapi: op({
       id: "get_openapi",
@@ -387,6 +417,7 @@ export const ALL_OPERATIONS: readonly Operation[] = [
   ...Object.values(OPERATIONS.routes),
   ...MODULE_OPERATIONS,
   ...Object.values(OPERATIONS.tlsIpRestriction),
+  ...Object.values(OPERATIONS.audit),
   ...Object.values(OPERATIONS.meta),
 ];
 

@@ -7,6 +7,7 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { type Scope, SCOPES } from "../contract";
+import { auditRecord } from "./audit";
 import { type ApiKeyRow, type Store, UniqueViolation } from "./store";
 
 /** The name logs give the key the service was started with (`--api-key`, `EDGE_API_KEY`). */
@@ -131,13 +132,14 @@ export async function createKey(store: Store, name: string, scope: string): Prom
   if (known === undefined) throw new KeyUsageError(`--scope must be ${SCOPES.join(", ")}; got "${scope}"`);
   const key = KEY_PREFIX + randomBytes(32).toString("base64url");
   try {
-    await store.createApiKey({
-      name,
-      scope: known,
-      hash: hashKey(key),
-      created_at: new Date().toISOString(),
-      revoked_at: null,
-    });
+    // Its audit event names the key and its scope, never the key or its hash.
+    await store.createApiKey(
+      { name, scope: known, hash: hashKey(key), created_at: new Date().toISOString(), revoked_at: null },
+      auditRecord("create_api_key", { kind: "api_key", id: name }, undefined, {
+        name: { after: name },
+        scope: { after: known },
+      }),
+    );
   } catch (e) {
     if (e instanceof UniqueViolation) {
       throw new KeyUsageError(
@@ -151,7 +153,11 @@ export async function createKey(store: Store, name: string, scope: string): Prom
 
 /** Revokes the key named `name`: refused, from `KEY_RING_MAX_AGE_MS` on, by every replica. */
 export async function revokeKey(store: Store, name: string): Promise<void> {
-  if (await store.revokeApiKey(name, new Date().toISOString())) return;
+  const at = new Date().toISOString();
+  const event = auditRecord("revoke_api_key", { kind: "api_key", id: name }, undefined, {
+    revoked_at: { before: null, after: at },
+  });
+  if (await store.revokeApiKey(name, at, event)) return;
   const row = (await store.apiKeys()).find((r) => r.name === name);
   throw new KeyUsageError(
     row

@@ -19,12 +19,14 @@ import {
   type Operation,
   OPERATIONS,
   type PageQuery,
-  pageQuerySchema,
   type PathParams,
   type Problem,
+  QUERY_SCHEMAS,
+  type QueryOf,
   ROUTE_MODULE_NAMES,
 } from "../contract";
-import { type EdgeContext, type Env, errorAnswer, errorResponse, respond } from "./context";
+import { AuditPruner } from "./audit";
+import { type EdgeContext, type Env, errorAnswer, errorResponse, operationId, respond } from "./context";
 import { ApiError } from "./errors";
 import { type LogFormat, serviceLog } from "./log";
 import type { OperationCounts, ServiceMetrics } from "./metrics";
@@ -71,6 +73,11 @@ export interface EdgeAppOptions {
    * unchanged (see ResponseCache). Default 8 MiB; 0 renders every GET afresh.
    */
   responseCacheBytes?: number;
+  /**
+   * Keep audit events this long (`serve --audit-retention`), pruning older ones in the background;
+   * undefined: kept (an in-process service prunes nothing).
+   */
+  auditRetentionMs?: number;
 }
 
 const DEFAULT_RESPONSE_CACHE_BYTES = 8 * 1024 * 1024;
@@ -113,6 +120,8 @@ interface Call<O extends Operation> {
   body: unknown;
   /** `?limit=` and `?before_id=`, for the list operations. */
   page: PageQuery;
+  /** The whole query, as the operation's schema parsed it (the audit trail's filters). */
+  query: QueryOf<O>;
   ctx: RequestContext;
 }
 
@@ -186,9 +195,17 @@ function observe(app: Hono<Env>, metrics: ServiceMetrics): void {
 }
 
 export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
-  const service = new EdgeService(opts.store);
   const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
   const metrics = opts.metrics ? newMetrics(opts.store) : undefined;
+  const service = new EdgeService(opts.store, metrics && ((n) => metrics.auditWritten(n)));
+  if (opts.auditRetentionMs !== undefined) {
+    new AuditPruner(
+      opts.store,
+      opts.auditRetentionMs,
+      (n) => metrics?.auditPruned(n),
+      (e) => log?.event("warn", `audit retention: pruning failed (${String(e)}); retried at the next round`),
+    ).start();
+  }
   const cache = new ResponseCache(
     () => opts.store.changeCounter(),
     opts.responseCacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES,
@@ -236,7 +253,9 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
    */
   const context = (op: Operation, c: EdgeContext): RequestContext => {
     const baseUrl = new URL(c.req.url).origin;
-    if (!op.idempotent) return { baseUrl };
+    // Who asks, for the audit event of a change (a GET changes nothing).
+    const actor = op.method === "GET" ? undefined : { key: c.get("keyName"), requestId: operationId(c) };
+    if (!op.idempotent) return { baseUrl, actor };
     const key = c.req.header(IDEMPOTENCY_KEY_HEADER);
     if (key !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
       throw ApiError.invalid([
@@ -245,6 +264,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     }
     return {
       baseUrl,
+      actor,
       idempotencyKey: key,
       onReplay: () => {
         c.set("replayed", true);
@@ -286,12 +306,15 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     const count = counter(op);
     const answer = async (c: EdgeContext) => {
       count?.(c);
-      const page: PageQuery = op.query === "page" ? query(c, pageQuerySchema) : query(c, noQuerySchema);
+      // The schema of the operation's own kind of query: its parse is QueryOf<O>.
+      const parsed = query(c, op.query ? QUERY_SCHEMAS[op.query] : noQuerySchema) as QueryOf<O>;
+      const page: PageQuery = op.query ? parsed : {};
       const call = async () =>
         handler({
           params: params(op, c),
           body: c.get("body"),
           page,
+          query: parsed,
           ctx: context(op, c),
         });
       const success = op.success;
@@ -320,22 +343,23 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     serve(ops.create, ({ body, ctx }) => service.createEdge(kind, body, ctx));
     serve(ops.list, ({ page, ctx }) => service.listEdges(kind, page, ctx));
     serve(ops.get, ({ params, ctx }) => service.getEdge(kind, params.id, ctx));
-    serve(ops.delete, ({ params }) => service.deleteEdge(kind, params.id));
+    serve(ops.delete, ({ params, ctx }) => service.deleteEdge(kind, params.id, ctx));
   }
   serve(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx));
   serve(routes.list, ({ params, page, ctx }) => service.listRoutes(params.edge_id, page, ctx));
   serve(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx));
   serve(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx));
-  serve(routes.delete, ({ params }) => service.deleteRoute(params.edge_id, params.id));
+  serve(routes.delete, ({ params, ctx }) => service.deleteRoute(params.edge_id, params.id, ctx));
   for (const m of ROUTE_MODULE_NAMES) {
     const ops = modules[m];
     serve(ops.put, ({ params, body, ctx }) => service.putModule(params.edge_id, params.id, m, body, ctx));
     serve(ops.get, ({ params, ctx }) => service.getModule(params.edge_id, params.id, m, ctx));
-    serve(ops.delete, ({ params }) => service.deleteModule(params.edge_id, params.id, m));
+    serve(ops.delete, ({ params, ctx }) => service.deleteModule(params.edge_id, params.id, m, ctx));
   }
   serve(tlsIpRestriction.put, ({ params, body, ctx }) => service.putTlsIpRestriction(params.id, body, ctx));
   serve(tlsIpRestriction.get, ({ params, ctx }) => service.getTlsIpRestriction(params.id, ctx));
-  serve(tlsIpRestriction.delete, ({ params }) => service.deleteTlsIpRestriction(params.id));
+  serve(tlsIpRestriction.delete, ({ params, ctx }) => service.deleteTlsIpRestriction(params.id, ctx));
+  serve(OPERATIONS.audit.list, ({ query, ctx }) => service.listAuditEvents(query, ctx));
   // The API describes itself (gaps.md), generated from the same table; rendered once.
   let openApi: unknown;
   serve(meta.openapi, () => (openApi ??= buildOpenApi()));

@@ -47,6 +47,8 @@ export class ServiceMetrics {
   private cacheHits = 0;
   private cacheMisses = 0;
   private none?: OperationCounts;
+  private auditEventsWritten = 0;
+  private auditEventsPruned = 0;
 
   constructor(store: Store) {
     const registers = [this.registry];
@@ -98,6 +100,25 @@ export class ServiceMetrics {
       collect() {
         this.reset();
         for (const [operation, c] of counts()) if (c.replays > 0) this.inc({ operation }, c.replays);
+      },
+    });
+    const audit = () => [this.auditEventsWritten, this.auditEventsPruned] as const;
+    new Counter({
+      name: "edge_service_audit_events_written_total",
+      help: "Audit events written by this replica (one per change committed).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(audit()[0]);
+      },
+    });
+    new Counter({
+      name: "edge_service_audit_events_pruned_total",
+      help: "Audit events deleted by this replica's retention (--audit-retention).",
+      registers,
+      collect() {
+        this.reset();
+        this.inc(audit()[1]);
       },
     });
     const pool = store.poolStats?.bind(store);
@@ -195,6 +216,16 @@ export class ServiceMetrics {
   /** A keyed create answered by the object an earlier one made (`Idempotent-Replayed`). */
   replayed(operation: string): void {
     this.countsOf(operation).replays++;
+  }
+
+  /** Audit events committed with a change (see EdgeService). */
+  auditWritten(n: number): void {
+    this.auditEventsWritten += n;
+  }
+
+  /** Audit events deleted past the retention (see AuditPruner). */
+  auditPruned(n: number): void {
+    this.auditEventsPruned += n;
   }
 
   /** What the GET answer cache reports (see ResponseCache). */

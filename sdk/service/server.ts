@@ -36,6 +36,8 @@ export interface ServerOptions {
   metrics?: boolean;
   /** Bound on the cached GET answers, in bytes (see EdgeAppOptions); 0 turns the cache off. */
   responseCacheBytes?: number;
+  /** How long audit events are kept (see EdgeAppOptions; `serve` defaults to 90 days). */
+  auditRetentionMs?: number;
   /**
    * How long `close()` lets in-flight requests finish before it cuts the connections still open
    * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
@@ -107,6 +109,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     logFormat: opts.logFormat,
     metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
+    auditRetentionMs: opts.auditRetentionMs,
   });
   // Handlers still running: the store must not be closed under them. Counted only when the app
   // answers later (a promise); an answer given at once keeps @hono/node-server's fast path.

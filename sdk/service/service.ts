@@ -5,6 +5,10 @@
 import { createHash } from "node:crypto";
 import type { z } from "zod";
 import {
+  type AuditChange,
+  type AuditEventList,
+  type AuditObjectKind,
+  type AuditQuery,
   authModuleProblem,
   edgeCreateSchema,
   type HttpsEdge,
@@ -17,6 +21,7 @@ import {
   PAGE_LIMIT_DEFAULT,
   type ModuleBodySchema,
   moduleBodyForm,
+  OPERATIONS,
   type PageQuery,
   type PathIds,
   pathEchoProblems,
@@ -34,6 +39,7 @@ import {
   tlsIpRestrictionBodySchema,
   unwrapModule,
 } from "../contract";
+import { type AuditActor, auditRecord, diffChanges, ROUTE_SECRETS } from "./audit";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
 import {
@@ -44,6 +50,7 @@ import {
   type CreatedTable,
   type CreateMark,
   type RouteRow,
+  auditSeqOf,
   type Store,
   ParentMissing,
   type StoreTx,
@@ -63,7 +70,34 @@ export interface RequestContext {
   idempotencyKey?: string;
   /** Told when a keyed create answers with what an earlier create with its key made. */
   onReplay?: () => void;
+  /** Who asks (the key's name, the `Request-Id`): what the change's audit event names. */
+  actor?: AuditActor;
 }
+
+/** Writes the audit event of the change being made: its operation, its object, the changed fields. */
+type Audit = (
+  operation: string,
+  object: { kind: AuditObjectKind; id: string; edgeId?: string },
+  changes: Record<string, AuditChange>,
+) => Promise<void>;
+
+/** What an audit event compares of an edge (its fields, wire names). */
+const edgeImage = (e: Pick<EdgeRow, "description" | "metadata" | "hostports">) => ({
+  description: e.description,
+  metadata: e.metadata,
+  hostports: e.hostports,
+});
+/** What an audit event compares of a route: its fields and its modules, as on the wire. */
+const routeImage = (r: Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">) => ({
+  match_type: r.match_type,
+  match: r.match,
+  description: r.description,
+  metadata: r.metadata,
+  ...r.modules,
+});
+const routeChanges = (before?: RouteRow, after?: RouteRow) =>
+  diffChanges(before && routeImage(before), after && routeImage(after), ROUTE_SECRETS);
+const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge", tls: "tls_edge" };
 
 /**
  * Parses a request body with its contract schema; identifiers of the path that the body repeats
@@ -106,7 +140,63 @@ function newRouteRow(edgeId: string, input: z.output<typeof routeCreateSchema>) 
 }
 
 export class EdgeService {
-  constructor(readonly store: Store) {}
+  /** `onAudit`: told how many audit events each committed change wrote (the metrics). */
+  constructor(
+    readonly store: Store,
+    private readonly onAudit?: (events: number) => void,
+  ) {}
+
+  /**
+   * Runs a change in one write transaction, with the means to write its audit event in that same
+   * transaction (see ./audit): the event commits with the change, or neither does.
+   */
+  private async change<T>(ctx: RequestContext | undefined, fn: (tx: StoreTx, audit: Audit) => Promise<T>) {
+    let written = 0;
+    const result = await this.store.write((tx) => {
+      written = 0; // a transaction retried whole (PostgreSQL's deadlock) writes its events again
+      return fn(tx, async (operation, object, changes) => {
+        await tx.insertAuditEvent(auditRecord(operation, object, ctx?.actor, changes));
+        written++;
+      });
+    });
+    if (written > 0) this.onAudit?.(written);
+    return result;
+  }
+
+  // ------------------------------------------------------------------ audit trail
+
+  /** `GET /audit_events`: newest first, filtered, a page at a time (`before_id`). */
+  listAuditEvents(q: AuditQuery, ctx: RequestContext): Promise<AuditEventList> {
+    const limit = q.limit ?? PAGE_LIMIT_DEFAULT;
+    let beforeSeq: number | undefined;
+    if (q.before_id !== undefined) {
+      beforeSeq = auditSeqOf(q.before_id);
+      if (beforeSeq === undefined)
+        throw ApiError.invalid([{ field: "before_id", msg: "is not an id of this list (aud_...)" }]);
+    }
+    return this.store.read(async (tx) => {
+      const events = await tx.listAuditEvents({
+        objectId: q.object_id,
+        key: q.key,
+        since: q.since,
+        limit: limit + 1,
+        beforeSeq,
+      });
+      const page = events.slice(0, limit);
+      const filters = new URLSearchParams();
+      if (q.object_id !== undefined) filters.set("object_id", q.object_id);
+      if (q.since !== undefined) filters.set("since", q.since);
+      if (q.key !== undefined) filters.set("key", q.key);
+      const uri = `${ctx.baseUrl}/audit_events${filters.size > 0 ? `?${filters.toString()}` : ""}`;
+      let next: string | null = null;
+      if (events.length > limit) {
+        filters.set("limit", String(limit));
+        filters.set("before_id", page[page.length - 1]!.id);
+        next = `${ctx.baseUrl}/audit_events?${filters.toString()}`;
+      }
+      return { audit_events: page, uri, next_page_uri: next };
+    });
+  }
 
   // ------------------------------------------------------------------ edges
 
@@ -116,10 +206,15 @@ export class EdgeService {
   createEdge(kind: EdgeKind, body: unknown, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
     const input = parse(edgeCreateSchema, body);
     const row = { id: newId(kind === "https" ? "httpsEdge" : "tlsEdge"), kind, created_at: now(), ...input };
-    return this.store.write((tx) =>
+    return this.change(ctx, (tx, audit) =>
       this.once(tx, ctx, "edges", `POST /edges/${kind} ${JSON.stringify(body)}`, {
         create: async (made) => {
           await tx.insertEdge(row, made);
+          await audit(
+            OPERATIONS[kind].create.id,
+            { kind: EDGE_AUDIT_KIND[kind], id: row.id },
+            diffChanges(undefined, edgeImage(row)),
+          );
           return this.renderEdge(tx, (await tx.getEdge(kind, row.id))!, ctx);
         },
         // The request's digest names the kind: the edge found is of this kind.
@@ -153,9 +248,15 @@ export class EdgeService {
     });
   }
 
-  async deleteEdge(kind: EdgeKind, id: string): Promise<void> {
-    await this.store.write(async (tx) => {
+  async deleteEdge(kind: EdgeKind, id: string, ctx?: RequestContext): Promise<void> {
+    await this.change(ctx, async (tx, audit) => {
+      const edge = await this.requireEdge(tx, kind, id);
       if (!(await tx.deleteEdge(kind, id))) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
+      await audit(
+        OPERATIONS[kind].delete.id,
+        { kind: EDGE_AUDIT_KIND[kind], id },
+        diffChanges(edgeImage(edge), undefined),
+      );
     });
   }
 
@@ -163,12 +264,17 @@ export class EdgeService {
 
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const row = newRouteRow(edgeId, parse(routeCreateBodySchema, body, { edge_id: edgeId }));
-    return this.store.write((tx) =>
+    return this.change(ctx, (tx, audit) =>
       this.once(tx, ctx, "routes", `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, {
         create: async (made) => {
           await this.requireEdge(tx, "https", edgeId);
           const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row, made)));
           await this.ensureSamlKey(tx, row.id, row.modules);
+          await audit(
+            OPERATIONS.routes.create.id,
+            { kind: "route", id: row.id, edgeId },
+            routeChanges(undefined, { seq, ...row }),
+          );
           // Rendered from what was just written: the same transaction, nothing to read back.
           return await this.renderOne(tx, { seq, ...row }, ctx);
         },
@@ -223,7 +329,7 @@ export class EdgeService {
   updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const patch = parse(routeUpdateSchema, body, { edge_id: edgeId, id });
     const modules = pickModules(patch);
-    return this.store.write(async (tx) => {
+    return this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = {
         ...row,
@@ -236,14 +342,16 @@ export class EdgeService {
       assertOneAuthModule(next.modules, modules);
       await uniqueMatch(next, () => tx.updateRoute(id, next));
       await this.ensureSamlKey(tx, id, modules);
+      await audit(OPERATIONS.routes.update.id, { kind: "route", id, edgeId }, routeChanges(row, next));
       return await this.renderOne(tx, next, ctx);
     });
   }
 
-  async deleteRoute(edgeId: string, id: string): Promise<void> {
-    await this.store.write(async (tx) => {
-      await this.requireRoute(tx, edgeId, id);
+  async deleteRoute(edgeId: string, id: string, ctx?: RequestContext): Promise<void> {
+    await this.change(ctx, async (tx, audit) => {
+      const row = await this.requireRoute(tx, edgeId, id);
       await tx.deleteRoute(edgeId, id);
+      await audit(OPERATIONS.routes.delete.id, { kind: "route", id, edgeId }, routeChanges(row, undefined));
     });
   }
 
@@ -252,12 +360,13 @@ export class EdgeService {
   putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
     const config = parseModule(ROUTE_MODULE_BODIES[module], body, { edge_id: edgeId, id });
-    return this.store.write(async (tx) => {
+    return this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
       assertOneAuthModule(next.modules, { [module]: config });
       await tx.updateRoute(id, next); // only modules change: no unique key is touched
       await this.ensureSamlKey(tx, id, { [module]: config });
+      await audit(OPERATIONS.modules[module].put.id, { kind: "route", id, edgeId }, routeChanges(row, next));
       return (await this.renderOne(tx, next, ctx))[module];
     });
   }
@@ -272,15 +381,21 @@ export class EdgeService {
     });
   }
 
-  async deleteModule(edgeId: string, id: string, name: string): Promise<void> {
+  async deleteModule(edgeId: string, id: string, name: string, ctx?: RequestContext): Promise<void> {
     const module = this.requireModuleName(name);
-    await this.store.write(async (tx) => {
+    await this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
       if (row.modules[module] === undefined) {
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
       }
       const { [module]: _deleted, ...rest } = row.modules;
-      await tx.updateRoute(id, { ...row, modules: rest });
+      const next: RouteRow = { ...row, modules: rest };
+      await tx.updateRoute(id, next);
+      await audit(
+        OPERATIONS.modules[module].delete.id,
+        { kind: "route", id, edgeId },
+        routeChanges(row, next),
+      );
     });
   }
 
@@ -293,13 +408,19 @@ export class EdgeService {
    */
   putTlsIpRestriction(edgeId: string, body: unknown, ctx: RequestContext): Promise<TlsIpRestriction> {
     const config = parseModule(tlsIpRestrictionBodySchema, body, { id: edgeId }) as StoredIpPolicy;
-    const put = async (tx: StoreTx, made?: CreateMark) => {
+    const put = async (tx: StoreTx, audit: Audit, made?: CreateMark) => {
+      const before = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
       await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config, made), "TLS edge");
+      await audit(
+        OPERATIONS.tlsIpRestriction.put.id,
+        { kind: "tls_ip_restriction", id: edgeId },
+        diffChanges(before, config),
+      );
       return renderIpPolicy(config, ctx);
     };
-    return this.store.write(async (tx) => {
+    return this.change(ctx, async (tx, audit) => {
       await this.requireEdge(tx, "tls", edgeId);
-      if (ctx.idempotencyKey === undefined) return put(tx);
+      if (ctx.idempotencyKey === undefined) return put(tx, audit);
       return this.once(
         tx,
         ctx,
@@ -313,7 +434,7 @@ export class EdgeService {
                 `TLS edge ${edgeId} already has an IP restriction module, made by another request: a PUT with an Idempotency-Key only creates one; PUT without the key to replace it`,
               );
             }
-            return put(tx, made);
+            return put(tx, audit, made);
           },
           existing: () => this.getTlsIpRestrictionIn(tx, edgeId, ctx),
         },
@@ -335,12 +456,18 @@ export class EdgeService {
     return renderIpPolicy(config, ctx);
   }
 
-  async deleteTlsIpRestriction(edgeId: string): Promise<void> {
-    await this.store.write(async (tx) => {
+  async deleteTlsIpRestriction(edgeId: string, ctx?: RequestContext): Promise<void> {
+    await this.change(ctx, async (tx, audit) => {
       await this.requireEdge(tx, "tls", edgeId);
-      if (!(await tx.deleteTlsRestriction(edgeId))) {
+      const before = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
+      if (before === undefined || !(await tx.deleteTlsRestriction(edgeId))) {
         throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
       }
+      await audit(
+        OPERATIONS.tlsIpRestriction.delete.id,
+        { kind: "tls_ip_restriction", id: edgeId },
+        diffChanges(before, undefined),
+      );
     });
   }
 

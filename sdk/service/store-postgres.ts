@@ -18,9 +18,19 @@
  *   database is back (the pool opens new connections).
  */
 import pg from "pg";
-import { errorField, errorMessage } from "../contract";
+import { type AuditEvent, errorField, errorMessage } from "../contract";
+import {
+  AUDIT_INSERT_COLUMNS,
+  auditEventOf,
+  auditInsertValues,
+  auditListQuery,
+  auditPruneStatement,
+  type AuditRecord,
+  auditTable,
+} from "./audit";
 import {
   API_KEYS_TABLE,
+  type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
   type EdgeKind,
@@ -129,6 +139,8 @@ const PG_MIGRATIONS: readonly string[] = [
    DROP TABLE idempotency_keys;`,
   // Named API keys with a scope (edge-service keys), as in SQLite's schema 5.
   API_KEYS_TABLE,
+  // The audit trail (GET /audit_events), as in SQLite's schema 6.
+  auditTable("BIGSERIAL PRIMARY KEY"),
 ];
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
@@ -241,6 +253,11 @@ export class PgTx implements StoreTx {
   /** The ring sealing under the store's key; a key this replica lacks is MissingSecretsKey (503). */
   private sealer(where: string): Secrets {
     return this.secrets.sealingUnder(this.sealingKeyId, where);
+  }
+
+  /** The connection the transaction runs on. */
+  get connection(): pg.PoolClient {
+    return this.client;
   }
 
   /** A named (prepared once per connection) statement. */
@@ -417,6 +434,19 @@ export class PgTx implements StoreTx {
   async findCreated(key: string): Promise<CreatedObject | undefined> {
     const [r] = await this.q("find_created", FIND_CREATED, [key]);
     return r ? createdObject(r) : undefined;
+  }
+
+  async insertAuditEvent(e: AuditRecord): Promise<void> {
+    await this.q(
+      "audit_insert",
+      `INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      auditInsertValues(e),
+    );
+  }
+
+  async listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {
+    const q = auditListQuery(f, (n) => `$${n}`);
+    return (await this.q(q.name, q.text, q.values)).map(auditEventOf);
   }
 
   /** A statement whose one parameter is a text array. */
@@ -817,27 +847,46 @@ export class PostgresStore implements Store {
     }
   }
 
-  async createApiKey(row: ApiKeyRow): Promise<void> {
-    try {
-      await this.pool.query(
+  async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
+    // One transaction: the key and its audit event are stored together or not at all.
+    await this.transaction("BEGIN", true, async (tx) => {
+      await this.client(tx).query(
         "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5)",
         [row.name, row.scope, row.hash, row.created_at, row.revoked_at],
       );
+      if (audit) await tx.insertAuditEvent(audit);
+    });
+  }
+
+  async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
+    return this.transaction("BEGIN", true, async (tx) => {
+      const { rowCount } = await this.client(tx).query(
+        "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
+        [at, name],
+      );
+      const revoked = (rowCount ?? 0) > 0;
+      if (revoked && audit) await tx.insertAuditEvent(audit);
+      return revoked;
+    });
+  }
+
+  async pruneAuditEvents(before: string, limit: number): Promise<number> {
+    try {
+      const { rowCount } = await this.pool.query({
+        name: "audit_prune",
+        text: auditPruneStatement("$1", "$2"),
+        values: [before, limit],
+      });
+      return rowCount ?? 0;
     } catch (e) {
       throw translate(e);
     }
   }
 
-  async revokeApiKey(name: string, at: string): Promise<boolean> {
-    try {
-      const { rowCount } = await this.pool.query(
-        "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
-        [at, name],
-      );
-      return (rowCount ?? 0) > 0;
-    } catch (e) {
-      throw translate(e);
-    }
+  /** The connection of a transaction of this store (for the statements PgTx does not have). */
+  private client(tx: StoreTx): pg.PoolClient {
+    if (!(tx instanceof PgTx)) throw new Error("a transaction of another store");
+    return tx.connection;
   }
 
   async close(): Promise<void> {

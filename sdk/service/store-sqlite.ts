@@ -18,9 +18,19 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "libsql";
-import { errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
+import { type AuditEvent, errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
+import {
+  AUDIT_INSERT_COLUMNS,
+  auditEventOf,
+  auditInsertValues,
+  auditListQuery,
+  auditPruneStatement,
+  type AuditRecord,
+  auditTable,
+} from "./audit";
 import {
   API_KEYS_TABLE,
+  type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
   type EdgeKind,
@@ -158,6 +168,8 @@ export const MIGRATIONS: readonly string[] = [
    DROP TABLE idempotency_keys;`,
   // Named API keys with a scope (edge-service keys): only a hash of each key is kept.
   API_KEYS_TABLE,
+  // The audit trail (GET /audit_events): one event per change, written in the change's transaction.
+  auditTable("INTEGER PRIMARY KEY AUTOINCREMENT"),
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -442,8 +454,8 @@ export class SqliteStore implements Store, StoreTx {
     );
   }
 
-  async createApiKey(row: ApiKeyRow): Promise<void> {
-    await this.write(() => {
+  async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
+    await this.write(async () => {
       try {
         this.sql(
           "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
@@ -451,16 +463,24 @@ export class SqliteStore implements Store, StoreTx {
       } catch (e) {
         throw isUniqueViolation(e) ? new UniqueViolation() : e;
       }
-      return Promise.resolve();
+      if (audit) await this.insertAuditEvent(audit);
     });
   }
 
-  async revokeApiKey(name: string, at: string): Promise<boolean> {
-    return this.write(() =>
-      Promise.resolve(
+  async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
+    return this.write(async () => {
+      const revoked =
         this.sql("UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL").run(at, name)
-          .changes > 0,
-      ),
+          .changes > 0;
+      if (revoked && audit) await this.insertAuditEvent(audit);
+      return revoked;
+    });
+  }
+
+  async pruneAuditEvents(before: string, limit: number): Promise<number> {
+    // By seq, the oldest first: a batch is one short statement, requests run between batches.
+    return this.write(() =>
+      Promise.resolve(this.sql(auditPruneStatement("?2", "?1")).run(limit, before).changes),
     );
   }
 
@@ -816,6 +836,19 @@ export class SqliteStore implements Store, StoreTx {
   async findCreated(key: string): Promise<CreatedObject | undefined> {
     const r = this.one(FIND_CREATED, key, key, key);
     return r ? createdObject(r) : undefined;
+  }
+
+  // ------------------------------------------------------------------ audit trail
+
+  async insertAuditEvent(e: AuditRecord): Promise<void> {
+    this.sql(`INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
+      ...auditInsertValues(e),
+    );
+  }
+
+  async listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {
+    const q = auditListQuery(f, () => "?");
+    return this.all(q.text, ...q.values).map(auditEventOf);
   }
 }
 

@@ -8,7 +8,15 @@
  * consistent snapshot.
  */
 
-import type { MatchType, ModuleRequest, RouteModuleName, Scope, TlsIpRestrictionMutate } from "../contract";
+import type {
+  AuditEvent,
+  MatchType,
+  ModuleRequest,
+  RouteModuleName,
+  Scope,
+  TlsIpRestrictionMutate,
+} from "../contract";
+import type { AuditRecord } from "./audit";
 import type { SecretsKey } from "./secrets";
 
 /** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
@@ -106,6 +114,25 @@ export const API_KEYS_TABLE = `CREATE TABLE api_keys (
      revoked_at TEXT
    );`;
 
+/** What `GET /audit_events` asks the store for: filters, a page size, and where the page starts. */
+export interface AuditFilter {
+  objectId?: string;
+  /** RFC 3339: events at or after it. */
+  since?: string;
+  key?: string;
+  limit: number;
+  /** Strictly older than this seq (the `before_id`'s). */
+  beforeSeq?: number;
+}
+
+/** An event's id on the wire: its seq, which orders the trail (newest first), behind a prefix. */
+export const auditEventId = (seq: number): string => `aud_${seq}`;
+/** The seq of an event id, or undefined when it is not one. */
+export function auditSeqOf(id: string): number | undefined {
+  const m = /^aud_([1-9][0-9]{0,15})$/.exec(id);
+  return m ? Number(m[1]) : undefined;
+}
+
 /** The data tables, in an order that respects their references (parents first). */
 export const DATA_TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions", "api_keys"] as const;
 export type DataTable = (typeof DATA_TABLES)[number];
@@ -149,6 +176,11 @@ export interface StoreTx {
   lockCreateKey(key: string): Promise<void>;
   /** The object that a create with `key` made (keys are unique across tables), while it exists. */
   findCreated(key: string): Promise<CreatedObject | undefined>;
+
+  /** Writes the audit event of this transaction's change (see ./audit): committed with it, or not at all. */
+  insertAuditEvent(e: AuditRecord): Promise<void>;
+  /** A page of the audit trail, newest first. */
+  listAuditEvents(f: AuditFilter): Promise<AuditEvent[]>;
 }
 
 /** A connection pool's occupancy, as a metrics scrape reads it. */
@@ -217,9 +249,14 @@ export interface Store {
   resealSecrets(to: SecretsKey): Promise<Resealed>;
   /** Every named API key, revoked ones included, oldest first (read outside any transaction). */
   apiKeys(): Promise<ApiKeyRow[]>;
-  /** Stores a new key; a name or hash already stored (revoked keys included) is a UniqueViolation. */
-  createApiKey(row: ApiKeyRow): Promise<void>;
-  /** Marks the key named revoked at `at`; false when no key in force has that name. */
-  revokeApiKey(name: string, at: string): Promise<boolean>;
+  /**
+   * Stores a new key, and `audit` (its event) in the same transaction; a name or hash already
+   * stored (revoked keys included) is a UniqueViolation.
+   */
+  createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void>;
+  /** Marks the key named revoked at `at`, writing `audit` with it; false when no key in force has that name. */
+  revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean>;
+  /** Deletes up to `limit` of the oldest audit events older than `before` (RFC 3339); how many it deleted. */
+  pruneAuditEvents(before: string, limit: number): Promise<number>;
   close(): void | Promise<void>;
 }

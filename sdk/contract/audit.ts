@@ -1,0 +1,157 @@
+/**
+ * The audit trail (`GET /audit_events`): one event per change the service made, written in the
+ * change's own transaction, so "who changed it, when?" has an answer (drift attribution reads it).
+ */
+import { z } from "zod";
+import { mapPaths } from "./modules";
+import { pageQuerySchema } from "./wire";
+
+/** What an event is about: the object the change touched. */
+export const AUDIT_OBJECT_KINDS = [
+  "https_edge",
+  "tls_edge",
+  "route",
+  "tls_ip_restriction",
+  "api_key",
+] as const;
+export type AuditObjectKind = (typeof AUDIT_OBJECT_KINDS)[number];
+
+/** What replaces a secret leaf's value in an event: the fact that it changed is kept, never the value. */
+export const AUDIT_REDACTED = "[redacted]";
+/** What replaces values that did not fit in an event (see AUDIT_EVENT_MAX_BYTES). */
+export const AUDIT_TRUNCATED = "[truncated]";
+/** Bound on the changes of one event, in bytes of JSON: past it the values are left out (`truncated`). */
+export const AUDIT_EVENT_MAX_BYTES = 16 * 1024;
+
+/** One changed field: its value before and after (absent: the field did not exist on that side). */
+export const auditChangeSchema = z.strictObject({
+  before: z.unknown().optional(),
+  after: z.unknown().optional(),
+});
+export type AuditChange = z.output<typeof auditChangeSchema>;
+
+export const auditEventSchema = z.strictObject({
+  id: z.string().describe("The event's id (`aud_<n>`), for `before_id`."),
+  time: z.string().describe("When the change committed (RFC 3339, UTC)."),
+  operation: z
+    .string()
+    .describe(
+      "The OpenAPI operationId of the change (`update_route`), or `create_api_key`/`revoke_api_key` for `edge-service keys`.",
+    ),
+  object_kind: z.enum(AUDIT_OBJECT_KINDS),
+  object_id: z
+    .string()
+    .describe("The object changed (a TLS IP restriction's is its edge's; a key's, its name)."),
+  edge_id: z.string().nullable().describe("The route's HTTPS edge (routes only)."),
+  key: z
+    .string()
+    .nullable()
+    .describe(
+      "The name of the API key of the request (`bootstrap` for the key the service was started with; never the key); null on a service without keys and for `edge-service keys`.",
+    ),
+  request_id: z
+    .string()
+    .nullable()
+    .describe("The `Request-Id` of the request; null for `edge-service keys`."),
+  changes: z
+    .record(z.string(), auditChangeSchema)
+    .describe(
+      "The changed fields by dotted wire path (`backend.backend_id`), before and after; secret leaves read `[redacted]`.",
+    ),
+  truncated: z
+    .boolean()
+    .describe(`The changes exceeded ${AUDIT_EVENT_MAX_BYTES} bytes: some values read "[truncated]".`),
+});
+export type AuditEvent = z.output<typeof auditEventSchema>;
+
+export const auditEventListSchema = z.strictObject({
+  audit_events: z.array(auditEventSchema),
+  uri: z.string(),
+  next_page_uri: z.string().nullable(),
+});
+export type AuditEventList = z.output<typeof auditEventListSchema>;
+
+/** `GET /audit_events`: the page parameters, and filters. */
+export const auditQuerySchema = pageQuerySchema.extend({
+  object_id: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, { error: "must be an object id (or a key name)" })
+    .optional()
+    .describe("Only the events of this object (an edge's, a route's, a key's name)."),
+  since: z
+    .string()
+    .refine((s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d\d-\d\dT/.test(s), {
+      error: "must be an RFC 3339 time, e.g. 2026-11-25T12:00:00Z",
+    })
+    .optional()
+    .describe("Only the events at or after this time (RFC 3339)."),
+  key: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { error: "must be an API key's name" })
+    .optional()
+    .describe("Only the changes made with the API key of this name."),
+});
+export type AuditQuery = z.output<typeof auditQuerySchema>;
+
+// ---------------------------------------------------------------- the diff of a change
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The leaves of a value by dotted path: objects are walked, anything else (arrays, scalars,
+ * null) is a leaf. An empty object is a leaf too, so a module configured with no fields shows.
+ */
+function leaves(value: unknown, at: string[], out: Map<string, { path: string[]; value: unknown }>): void {
+  if (isObject(value) && Object.keys(value).length > 0) {
+    for (const [k, v] of Object.entries(value)) leaves(v, [...at, k], out);
+  } else if (value !== undefined && at.length > 0) out.set(at.join("."), { path: at, value });
+}
+
+const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+/** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
+const under = (path: readonly string[], secret: readonly string[]): boolean =>
+  path.length >= secret.length && secret.every((s, i) => s === "*" || s === path[i]);
+/** Whether `path` is strictly above the secret path `secret`. */
+const above = (path: readonly string[], secret: readonly string[]): boolean =>
+  path.length < secret.length && path.every((p, i) => secret[i] === "*" || secret[i] === p);
+
+/** A changed value with the secrets it holds (or is) replaced by the marker. */
+function redact(path: readonly string[], value: unknown, secrets: readonly (readonly string[])[]): unknown {
+  let out = value;
+  for (const s of secrets) {
+    if (under(path, s)) return AUDIT_REDACTED;
+    if (above(path, s)) out = mapPaths(out, [s.slice(path.length)], () => AUDIT_REDACTED, { whole: true });
+  }
+  return out;
+}
+
+/**
+ * The fields that differ between two images of an object (wire names, snake_case), leaf by leaf:
+ * before/after per changed path, a side absent where the field did not exist. Values along
+ * `secrets` (the contract's ROUTE_SECRET_PATHS for a route) read AUDIT_REDACTED: the change shows,
+ * the value never does.
+ */
+export function diffChanges(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown> | undefined,
+  secrets: readonly (readonly string[])[] = [],
+): Record<string, AuditChange> {
+  const was = new Map<string, { path: string[]; value: unknown }>();
+  const is = new Map<string, { path: string[]; value: unknown }>();
+  leaves(before, [], was);
+  leaves(after, [], is);
+  const changes: Record<string, AuditChange> = {};
+  for (const key of new Set([...was.keys(), ...is.keys()])) {
+    const b = was.get(key);
+    const a = is.get(key);
+    if (b && a && same(b.value, a.value)) continue;
+    const path = (a ?? b)!.path;
+    changes[key] = {
+      ...(b ? { before: redact(path, b.value, secrets) } : {}),
+      ...(a ? { after: redact(path, a.value, secrets) } : {}),
+    };
+  }
+  return changes;
+}
