@@ -15,10 +15,10 @@ import {
   auditEventSchema,
   ROUTE_SECRET_PATHS,
 } from "../contract";
-import type { AuditFilter } from "./store";
+import type { AuditFilter, AuditRecord } from "./store";
 
 /** An event as the store writes it (its id and seq are the store's). */
-export type AuditRecord = Omit<AuditEvent, "id">;
+export type { AuditRecord };
 
 /** Who asks for a change: the request's key name and `Request-Id` (none for `edge-service keys`). */
 export interface AuditActor {

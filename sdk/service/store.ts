@@ -16,7 +16,6 @@ import type {
   Scope,
   TlsIpRestrictionMutate,
 } from "../contract";
-import type { AuditRecord } from "./audit";
 import type { SecretsKey } from "./secrets";
 
 /** A module configuration as a route stores it: the request shape, canonical (parsed by the contract). */
@@ -115,6 +114,9 @@ export const API_KEYS_TABLE = `CREATE TABLE api_keys (
    );`;
 
 /** What `GET /audit_events` asks the store for: filters, a page size, and where the page starts. */
+/** An audit event as a store writes it: the wire event without its id (the store numbers it). */
+export type AuditRecord = Omit<AuditEvent, "id">;
+
 export interface AuditFilter {
   objectId?: string;
   /** RFC 3339: events at or after it. */
