@@ -25,7 +25,7 @@ import { SECRET_LEAVES } from "../model";
 import { writtenInputs } from "../model/written";
 import type { PropertyChange } from "../plan/detail";
 import { conceal, concealLeaves, isSecret, keepSecretsOf, reveal } from "../engine/secrets";
-import { buildSchema, PACKAGE } from "./schema";
+import { buildSchema, PACKAGE, PROVIDER_CONFIG } from "./schema";
 
 const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
@@ -112,8 +112,12 @@ export interface ProviderConfig {
 /** A default provider is the stack config's, not the program's: `default` or `default_<version>`. */
 const isDefaultProvider = (name: string | undefined) => name !== undefined && /^default(_|$)/.test(name);
 
-/** The provider inputs the schema marks secret (`apiKey`): kept encrypted in the state whatever was typed. */
-const SECRET_CONFIG = Object.entries(buildSchema(VERSION).provider.inputProperties)
+/**
+ * The provider inputs the schema marks secret (`apiKey`): kept encrypted in the state whatever was
+ * typed. Read from the schema's provider configuration, not from a whole `buildSchema` (tens of ms
+ * of zod-to-JSON-Schema in every plugin process, for every command, to find one key).
+ */
+const SECRET_CONFIG = Object.entries(PROVIDER_CONFIG)
   .filter(([, p]) => p.secret)
   .map(([k]) => k);
 

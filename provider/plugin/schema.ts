@@ -310,7 +310,8 @@ function tlsIpRestrictionResource(b: Builder): ResourceSpec {
   };
 }
 
-const CONFIG: Record<string, PropertySpec> = {
+/** The provider's configuration (its inputs): also what the plugin reads to know which are secret. */
+export const PROVIDER_CONFIG: Record<string, PropertySpec> = {
   baseUrl: {
     type: "string",
     description:
@@ -365,11 +366,11 @@ export function buildSchema(version: string): PackageSchema {
     // scripts/sdks.mjs). The engine names a stack's default provider after it, so a default
     // here would rename the provider of every stack deployed without one.
     meta: { moduleFormat: "(.*)" },
-    config: { variables: CONFIG },
+    config: { variables: PROVIDER_CONFIG },
     provider: {
       description:
         "The edge provider: where the edge API is (a running service, or the embedded one) and how to reach it.",
-      inputProperties: CONFIG,
+      inputProperties: PROVIDER_CONFIG,
     },
     types: Object.fromEntries(Object.entries(b.types).sort(([a], [c]) => a.localeCompare(c))),
     resources,

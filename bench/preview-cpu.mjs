@@ -1,0 +1,178 @@
+// CPU per process of the packaged face's `pulumi preview` and `preview --refresh`, for one checkout
+// of this repository (so that two commits can be compared side by side on a loaded machine, where
+// wall-clock times say little). Issue 28, item 4; see BENCHMARKS.md, "Why the packaged preview got
+// slower (525371d → 5bd0c41)".
+//
+//   node bench/preview-cpu.mjs <checkout> setup <routes>        stack + `up` (fast mode)
+//   node bench/preview-cpu.mjs <checkout> preview|refresh <routes> [--profile DIR]
+//
+// <checkout> is a built working tree (npm run build && npm run sdks). The program is bench/program
+// in packaged mode, copied under <checkout>/bench/tmp so that it imports that checkout's SDK, and its
+// plugin is that checkout's dist/provider/plugin/index.js. While the CLI runs, /proc is sampled
+// every 50 ms and the last utime+stime seen of every process descended from it is kept, grouped as
+// engine (the pulumi CLI), language host, program (node), plugin (node), other. The line printed is
+// JSON. With --profile the plugin runs under the inspector's profiler and writes a .cpuprofile
+// into DIR when the engine interrupts it (SIGINT) or it exits.
+import { spawn } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { clearInterval, setInterval } from "node:timers";
+
+const [checkout, command, routesArg, ...rest] = process.argv.slice(2);
+if (!checkout || !command) {
+  console.error(
+    "usage: node bench/preview-cpu.mjs <checkout> setup|preview|refresh <routes> [--profile DIR]",
+  );
+  process.exit(2);
+}
+const root = path.resolve(checkout);
+const routes = Number(routesArg ?? 500);
+const profileDir = rest[0] === "--profile" ? path.resolve(rest[1]) : undefined;
+const require = createRequire(path.join(root, "package.json"));
+const engine = require("./scripts/engine.js");
+const TICKS = 100; // USER_HZ on Linux
+
+const workDir = path.join(root, "bench", "tmp", `preview-cpu-n${routes}`);
+const pluginDir = path.join(workDir, "plugin");
+const stateDir = path.join(workDir, "state");
+
+const PRELOAD = `const inspector = require("node:inspector");
+const fs = require("node:fs");
+const session = new inspector.Session();
+session.connect();
+session.post("Profiler.enable");
+session.post("Profiler.setSamplingInterval", { interval: 1000 });
+session.post("Profiler.start");
+let written = false;
+function write() {
+  if (written) return;
+  written = true;
+  session.post("Profiler.stop", (err, res) => {
+    if (!err) fs.writeFileSync(process.env.EDGE_PROFILE_DIR + "/plugin-" + process.pid + ".cpuprofile", JSON.stringify(res.profile));
+  });
+}
+process.on("exit", write);
+process.on("SIGINT", () => { write(); process.exit(0); });
+`;
+
+function setupDir() {
+  fs.mkdirSync(pluginDir, { recursive: true });
+  fs.cpSync(path.join(root, "bench", "program"), workDir, { recursive: true });
+  const version = require("./package.json").version;
+  fs.appendFileSync(
+    path.join(workDir, "Pulumi.yaml"),
+    `plugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${pluginDir}\n`,
+  );
+  fs.writeFileSync(path.join(pluginDir, "preload.cjs"), PRELOAD);
+  fs.writeFileSync(
+    path.join(pluginDir, "pulumi-resource-edge"),
+    `#!/bin/sh\nif [ -n "$EDGE_PROFILE_DIR" ]; then exec node -r "${pluginDir}/preload.cjs" "${root}/dist/provider/plugin/index.js" "$@"; fi\nexec node "${root}/dist/provider/plugin/index.js" "$@"\n`,
+    { mode: 0o755 },
+  );
+}
+
+function env(extra = {}) {
+  return {
+    ...process.env,
+    ...engine.engineEnv({ stateDir, extra }),
+    EDGE_DATA_DIR: path.join(workDir, "data"),
+    PULUMI_CONFIG_PASSPHRASE: "",
+  };
+}
+
+function readStat(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const close = s.lastIndexOf(")");
+    const comm = s.slice(s.indexOf("(") + 1, close);
+    const f = s.slice(close + 2).split(" ");
+    return { comm, ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / TICKS };
+  } catch {
+    return undefined;
+  }
+}
+function cmdline(pid) {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+  } catch {
+    return "";
+  }
+}
+function classify(comm, cmd) {
+  if (comm === "pulumi") return "engine";
+  if (comm.startsWith("pulumi-languag")) return "languageHost";
+  if (cmd.includes("provider/plugin/index.js")) return "plugin";
+  if (comm === "node" || comm.startsWith("node")) return "program";
+  return "other";
+}
+
+/** Runs the CLI with `args`, sampling the CPU of its process tree. */
+function run(args, extraEnv = {}) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(path.join(engine.PULUMI_BIN, "pulumi"), args, {
+      cwd: workDir,
+      env: env(extraEnv),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (out += d));
+    const known = new Map([[child.pid, { cls: "engine", cpu: 0 }]]);
+    const sample = () => {
+      for (const name of fs.readdirSync("/proc")) {
+        if (!/^\d+$/.test(name)) continue;
+        const pid = Number(name);
+        const st = readStat(pid);
+        if (!st) continue;
+        const k = known.get(pid);
+        if (k) {
+          k.cpu = Math.max(k.cpu, st.cpu);
+          if (k.cls === "program" || k.cls === "other") k.cls = classify(st.comm, cmdline(pid)); // after exec
+        } else if (known.has(st.ppid)) {
+          known.set(pid, { cls: classify(st.comm, cmdline(pid)), cpu: st.cpu });
+        }
+      }
+    };
+    const timer = setInterval(sample, 50);
+    child.on("error", reject);
+    child.on("exit", (code) => {
+      clearInterval(timer);
+      const wall = (performance.now() - t0) / 1000;
+      const cpu = { engine: 0, languageHost: 0, program: 0, plugin: 0, other: 0 };
+      for (const { cls, cpu: c } of known.values()) cpu[cls] += c;
+      for (const k of Object.keys(cpu)) cpu[k] = Math.round(cpu[k] * 100) / 100;
+      const total = Math.round(Object.values(cpu).reduce((a, b) => a + b, 0) * 100) / 100;
+      if (code !== 0)
+        return reject(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${out.slice(-3000)}`));
+      resolve({ wall: Math.round(wall * 100) / 100, total, ...cpu, out });
+    });
+  });
+}
+
+const stackName = `n${routes}`;
+if (command === "setup") {
+  fs.rmSync(workDir, { recursive: true, force: true });
+  setupDir();
+  await run(["stack", "init", stackName, "--secrets-provider", "passphrase"]);
+  await run(["config", "set", "routes", String(routes), "-s", stackName]);
+  await run(["config", "set", "mode", "packaged", "-s", stackName]);
+  const up = await run(["up", "--yes", "--skip-preview", "-s", stackName, "--color", "never"], {
+    PULUMI_SKIP_CHECKPOINTS: "true",
+  });
+  delete up.out;
+  console.log(JSON.stringify({ checkout: root, command, routes, ...up }));
+} else {
+  const args = ["preview", "-s", stackName, "--color", "never", "--expect-no-changes"];
+  if (command === "refresh") args.push("--refresh");
+  let extra = {};
+  if (profileDir) {
+    fs.mkdirSync(profileDir, { recursive: true });
+    extra = { EDGE_PROFILE_DIR: profileDir };
+  }
+  const r = await run(args, extra);
+  delete r.out;
+  console.log(JSON.stringify({ checkout: path.basename(root), command, routes, ...r }));
+}
