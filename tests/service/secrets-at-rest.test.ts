@@ -5,8 +5,6 @@
  * `edge-service secrets rotate` re-sealing in one transaction, refusing a wrong old key; the
  * warning of a service without a key; a wrong key refused at start.
  */
-import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
 import Database from "libsql";
@@ -17,10 +15,10 @@ import { Secrets, SecretsKey, UNSEALED_WARNING } from "../../sdk/service/secrets
 import { startServer } from "../../sdk/service/server";
 import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { httpTransport } from "../../sdk/transport";
-import { CLI, ROOT, ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
 import { storeFingerprint } from "../support/fingerprint";
-import { sharedCluster } from "../support/postgres";
-import { IDP_METADATA, makeTempDir, removeDir } from "./helpers";
+import { IDP_METADATA } from "./helpers";
+import { type Key, newKey as newKeyIn, type Place, placesOf, runCli, tempDirs } from "./sealed-store";
 
 const WEBHOOK_SECRET = "whsec-PLAINTEXT-7f3a91";
 const OAUTH_SECRET = "oauth-PLAINTEXT-c0ffee";
@@ -52,44 +50,18 @@ const ROUTES = [
   },
 ];
 
-const dirs: string[] = [];
-function tempDir(label: string): string {
-  const dir = makeTempDir(label);
-  dirs.push(dir);
-  return dir;
-}
+const dirs = tempDirs();
+const tempDir = dirs.make;
 afterAll(() => {
   killClis();
-  for (const d of dirs) removeDir(d);
+  dirs.removeAll();
 });
 
-function newKey(): { key: SecretsKey; base64: string; file: string } {
-  const base64 = randomBytes(32).toString("base64");
-  const file = path.join(tempDir("key"), "secrets.key");
-  fs.writeFileSync(file, `${base64}\n`, { mode: 0o600 });
-  return { key: SecretsKey.parse(base64, "test"), base64, file };
-}
+const newKey = (): Key => newKeyIn(tempDir);
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
-/** Where a test's data lives: a SQLite data directory, or a PostgreSQL database. */
-interface Place {
-  kind: "sqlite" | "postgres";
-  dataDir: string;
-  databaseUrl?: string;
-  /** CLI flags naming it. */
-  flags: string[];
-}
-
-async function sqlitePlace(): Promise<Place> {
-  const dataDir = tempDir("sealed");
-  return { kind: "sqlite", dataDir, flags: ["--data", dataDir] };
-}
-async function postgresPlace(): Promise<Place> {
-  const databaseUrl = await (await sharedCluster()).createDatabase();
-  const dataDir = tempDir("sealed-pg");
-  return { kind: "postgres", dataDir, databaseUrl, flags: ["--data", dataDir, "--database", databaseUrl] };
-}
+const { sqlite: sqlitePlace, postgres: postgresPlace } = placesOf(tempDir, "sealed");
 
 /** The stored columns that hold secrets, and the meta table, read straight from the database. */
 async function rawRows(place: Place): Promise<{ modules: string[]; privateKeys: string[]; keyId?: string }> {
@@ -462,24 +434,7 @@ async function setModules(place: Place, from: string, to: string): Promise<void>
   }
 }
 
-/** Runs the compiled `edge-service ARGS` to its end. */
-function cli(
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      {
-        cwd: ROOT,
-        env: { ...process.env, EDGE_SECRETS_KEY: "", EDGE_DATABASE_URL: "", ...env },
-        timeout: 60_000,
-      },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[], env: Record<string, string> = {}) => runCli(args, env, 60_000);
 
 describe("edge-service serve and its secrets key", () => {
   beforeAll(() => ensureBuilt());

@@ -9,7 +9,6 @@
  * - after sealing and after rotating, no byte of the plaintext nor of an old ciphertext in any
  *   file of the data directory.
  */
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import * as fs from "node:fs";
 import * as path from "node:path";
@@ -19,74 +18,36 @@ import { EdgeApiError, EdgeClient } from "../../sdk/client";
 import type { Route } from "../../sdk/contract";
 import { Secrets, SecretsKey } from "../../sdk/service/secrets";
 import { httpTransport } from "../../sdk/transport";
-import { CLI, ROOT, ensureBuilt, killClis, spawnCli, startCli, type Cli } from "../support/edge-service";
-import { sharedCluster } from "../support/postgres";
-import { IDP_METADATA, makeTempDir, removeDir } from "./helpers";
+import { ensureBuilt, killClis, spawnCli, startCli, type Cli } from "../support/edge-service";
+import { IDP_METADATA } from "./helpers";
+import {
+  type Key,
+  newKey as newKeyIn,
+  type Place,
+  placesOf,
+  queryPlace,
+  runCli,
+  tempDirs,
+} from "./sealed-store";
 
 jest.setTimeout(600_000);
 
-const dirs: string[] = [];
-function tempDir(label: string): string {
-  const dir = makeTempDir(label);
-  dirs.push(dir);
-  return dir;
-}
+const dirs = tempDirs();
+const tempDir = dirs.make;
 beforeAll(() => ensureBuilt());
 afterAll(() => {
   killClis();
-  for (const d of dirs) removeDir(d);
+  dirs.removeAll();
 });
 
-interface Key {
-  key: SecretsKey;
-  file: string;
-}
-function newKey(): Key {
-  const base64 = randomBytes(32).toString("base64");
-  const file = path.join(tempDir("key"), "secrets.key");
-  fs.writeFileSync(file, `${base64}\n`, { mode: 0o600 });
-  return { key: SecretsKey.parse(base64, "test"), file };
-}
-
-/** Where the data lives: a SQLite data directory, or a PostgreSQL database. */
-interface Place {
-  kind: "sqlite" | "postgres";
-  dataDir: string;
-  databaseUrl?: string;
-  flags: string[];
-}
-async function sqlitePlace(): Promise<Place> {
-  const dataDir = tempDir("rotation");
-  return { kind: "sqlite", dataDir, flags: ["--data", dataDir] };
-}
-async function postgresPlace(): Promise<Place> {
-  const databaseUrl = await (await sharedCluster()).createDatabase();
-  const dataDir = tempDir("rotation-pg");
-  return { kind: "postgres", dataDir, databaseUrl, flags: ["--data", dataDir, "--database", databaseUrl] };
-}
+const newKey = (): Key => newKeyIn(tempDir);
+const { sqlite: sqlitePlace, postgres: postgresPlace } = placesOf(tempDir, "rotation");
 const PLACES: Array<[string, () => Promise<Place>]> = [
   ["SQLite", sqlitePlace],
   ["PostgreSQL", postgresPlace],
 ];
 
-/** Rows of one query against the place's database, straight from it (the service's files closed). */
-async function query(place: Place, sql: string): Promise<Array<Record<string, string>>> {
-  if (place.kind === "sqlite") {
-    const db = new Database(path.join(place.dataDir, "edge.db"));
-    try {
-      return db.prepare(sql).all() as Array<Record<string, string>>;
-    } finally {
-      db.close();
-    }
-  }
-  const client = new Client({ connectionString: place.databaseUrl });
-  await client.connect();
-  try {
-    return (await client.query<Record<string, string>>(sql)).rows;
-  } finally {
-    await client.end();
-  }
-}
+const query = queryPlace;
 
 /** Every sealed value stored (modules' sealed fields and SAML private keys). */
 async function sealedValues(place: Place): Promise<string[]> {
@@ -108,17 +69,7 @@ async function keyIdsInUse(place: Place): Promise<Record<string, number>> {
   return out;
 }
 
-/** Runs the compiled `edge-service ARGS` to its end. */
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [CLI, ...args],
-      { cwd: ROOT, env: { ...process.env, EDGE_SECRETS_KEY: "", EDGE_DATABASE_URL: "" }, timeout: 120_000 },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
+const cli = (args: string[]) => runCli(args);
 
 const keyFlags = (keys: Key[]) => keys.flatMap((k) => ["--secrets-key-file", k.file]);
 
