@@ -67,24 +67,25 @@ describe("GET /openapi.json", () => {
       "create_route",
       "post",
       "/edges/https/{edge_id}/routes",
-      ["201", "400", "401", "403", "404", "409", "413", "415", "429"],
+      ["201", "400", "401", "403", "404", "409", "413", "415", "429", "503"],
     ],
     [
       "get_backend_module",
       "get",
       "/edges/https/{edge_id}/routes/{id}/backend",
-      ["200", "400", "401", "403", "404", "429"],
+      ["200", "400", "401", "403", "404", "429", "503"],
     ],
     [
       "delete_tls_ip_restriction",
       "delete",
       "/edges/tls/{id}/ip_restriction",
-      ["204", "400", "401", "403", "404", "429"],
+      ["204", "400", "401", "403", "404", "429", "503"],
     ],
+    // Every operation with a key may answer 503 (not ready, or storage unavailable: ERR_EDGE_507).
     // Probes: no key, no rate limit; readiness may be a 503.
     ["get_healthz", "get", "/healthz", ["200", "400"]],
     ["get_readyz", "get", "/readyz", ["200", "400", "503"]],
-    ["get_metrics", "get", "/metrics", ["200", "400", "401", "403", "404", "429"]],
+    ["get_metrics", "get", "/metrics", ["200", "400", "401", "403", "404", "429", "503"]],
   ])("%s documents its statuses", (id, method, p, statuses) => {
     const op = doc.paths[p]![method]!;
     expect(op.operationId).toBe(id);
