@@ -13,7 +13,6 @@ import {
   type AuditEvent,
   type AuditObjectKind,
   auditEventSchema,
-  ROUTE_SECRET_PATHS,
 } from "../contract";
 import type { AuditFilter, AuditRecord } from "./store";
 
@@ -40,9 +39,6 @@ export function parseRetention(text: string): number | undefined {
 
 export { diffChanges } from "../contract";
 
-/** The secret paths of a route image (its modules at the top level, as on the wire). */
-export const ROUTE_SECRETS: readonly (readonly string[])[] = ROUTE_SECRET_PATHS;
-
 /**
  * The changes bounded to AUDIT_EVENT_MAX_BYTES of JSON: values that do not fit read
  * AUDIT_TRUNCATED (their paths still show), and paths that do not fit are left out.
@@ -51,23 +47,25 @@ export function boundChanges(changes: Record<string, AuditChange>): {
   changes: Record<string, AuditChange>;
   truncated: boolean;
 } {
-  if (JSON.stringify(changes).length <= AUDIT_EVENT_MAX_BYTES) return { changes, truncated: false };
+  if (Buffer.byteLength(JSON.stringify(changes)) <= AUDIT_EVENT_MAX_BYTES)
+    return { changes, truncated: false };
   const out: Record<string, AuditChange> = {};
+  const bytes = (path: string, change: AuditChange) =>
+    Buffer.byteLength(JSON.stringify(path)) + Buffer.byteLength(JSON.stringify(change)) + 2;
   let size = 2;
   for (const [path, change] of Object.entries(changes)) {
-    const whole = JSON.stringify(path).length + JSON.stringify(change).length + 2;
-    const stub: AuditChange = {
+    // The change as it fits when its values do not: the path kept, the values marked truncated.
+    const elided: AuditChange = {
       ...("before" in change ? { before: AUDIT_TRUNCATED } : {}),
       ...("after" in change ? { after: AUDIT_TRUNCATED } : {}),
     };
-    const short = JSON.stringify(path).length + JSON.stringify(stub).length + 2;
-    // Room is kept for the stubs of the paths after this one, at least of the next.
-    if (size + whole <= AUDIT_EVENT_MAX_BYTES - 256) {
+    // Whole changes leave 256 bytes so that the paths after this one can still be listed elided.
+    if (size + bytes(path, change) <= AUDIT_EVENT_MAX_BYTES - 256) {
       out[path] = change;
-      size += whole;
-    } else if (size + short <= AUDIT_EVENT_MAX_BYTES) {
-      out[path] = stub;
-      size += short;
+      size += bytes(path, change);
+    } else if (size + bytes(path, elided) <= AUDIT_EVENT_MAX_BYTES) {
+      out[path] = elided;
+      size += bytes(path, elided);
     } else break;
   }
   return { changes: out, truncated: true };

@@ -38,8 +38,9 @@ import {
   type TlsIpRestriction,
   tlsIpRestrictionBodySchema,
   unwrapModule,
+  ROUTE_SECRET_PATHS,
 } from "../contract";
-import { type AuditActor, auditRecord, diffChanges, ROUTE_SECRETS } from "./audit";
+import { type AuditActor, auditRecord, diffChanges } from "./audit";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
 import {
@@ -96,7 +97,7 @@ const routeImage = (r: Pick<RouteRow, "match_type" | "match" | "description" | "
   ...r.modules,
 });
 const routeChanges = (before?: RouteRow, after?: RouteRow) =>
-  diffChanges(before && routeImage(before), after && routeImage(after), ROUTE_SECRETS);
+  diffChanges(before && routeImage(before), after && routeImage(after), ROUTE_SECRET_PATHS);
 const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge", tls: "tls_edge" };
 
 /**

@@ -16,9 +16,10 @@ import {
   auditEventListSchema,
   OPERATION_ID_HEADER,
   ROUTE_MODULE_NAMES,
+  ROUTE_SECRET_PATHS,
 } from "../../sdk/contract";
 import { createKey, revokeKey } from "../../sdk/service/api-keys";
-import { boundChanges, diffChanges, parseRetention, ROUTE_SECRETS } from "../../sdk/service/audit";
+import { boundChanges, diffChanges, parseRetention } from "../../sdk/service/audit";
 import { SecretsKey } from "../../sdk/service/secrets";
 import { type RunningServer, startServer } from "../../sdk/service/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
@@ -433,7 +434,7 @@ describe("the diff, bounded", () => {
     const changes = diffChanges(
       { oauth: { provider: { github: { client_id: "c", client_secret: "s1" } } } },
       undefined,
-      ROUTE_SECRETS,
+      ROUTE_SECRET_PATHS,
     );
     expect(changes).toEqual({
       "oauth.provider.github.client_id": { before: "c" },
