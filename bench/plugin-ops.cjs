@@ -24,7 +24,8 @@ const state = JSON.parse(fs.readFileSync(stateFile, "utf8"));
 const resources = state.checkpoint.latest.resources.filter((r) => r.type.startsWith("edge:index:"));
 (async () => {
   const p = new EdgeProvider();
-  p.configure({ args: { version: "0.1.0" }, variables: {}, name: "default_0_1_0" });
+  const { version } = require(path.join(path.resolve(root), "package.json"));
+  p.configure({ args: { version }, variables: {}, name: `default_${version.replace(/\./g, "_")}` });
   const times = { load: loaded, check: 0, diff: 0, read: 0 };
   // Warm-up: the embedded service opens on the first call.
   await p.read(resources[0].id, resources[0].urn, resources[0].outputs);

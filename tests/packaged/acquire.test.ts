@@ -12,7 +12,7 @@
  * - a Go program with only the module, a YAML program with nothing: where those language hosts
  *   are installed (the Go module proxy does not serve them; else skipped, saying so).
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import {
@@ -24,7 +24,6 @@ import {
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, normalize } from "node:path";
-import { promisify } from "node:util";
 import { quiet } from "../engine/support/harness";
 import { pythonHostProblem } from "./support/python";
 
@@ -54,22 +53,7 @@ function host(language: string): string | undefined {
     .find((file) => existsSync(file));
 }
 
-/** A command with the user's environment plus `env`; fails with its output. */
-async function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  try {
-    const { stdout } = await promisify(execFile)(cmd, args, {
-      cwd,
-      encoding: "utf8",
-      timeout: 600_000,
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, ...env },
-    });
-    return stdout;
-  } catch (e) {
-    const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
-    throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
-  }
-}
+const run = runCommand;
 
 /**
  * The engine's environment with an empty PULUMI_HOME of its own, plugin acquisition on, and a
@@ -357,6 +341,7 @@ func main() {
 \t})
 }
 `;
+import { runCommand } from "../support/command";
 
 const goHost = host("go");
 (goHost ? test : test.skip)(

@@ -27,6 +27,7 @@ import { packagedWorkspace } from "./support/plugin";
 import { pythonEnv, pythonHostProblem } from "./support/python";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
+const PACKAGE_VERSION = (require("../../package.json") as { version: string }).version;
 
 const WEBHOOK_SECRET = "whsec-7d2a-packaged-never-in-state";
 const changed = { ...baseRoute, circuitBreaker: { ...baseRoute.circuitBreaker, numBuckets: 20 } };
@@ -249,7 +250,7 @@ describe("examples/python, as a user copies it", () => {
       ],
       { encoding: "utf8" },
     );
-    expect(stdout.trim()).toBe(`${engine.PULUMI_VERSION} 0.1.0`);
+    expect(stdout.trim()).toBe(`${engine.PULUMI_VERSION} ${PACKAGE_VERSION}`);
   });
 
   test("up creates both edges, the route with its modules and the IP restriction; no changes after", async () => {

@@ -18,6 +18,8 @@ import { quiet, type RecordingServer, recordingServer } from "../engine/support/
 import { programWorkspace, type Workspace } from "../support/workspace";
 import { PLUGIN_DIR } from "./support/plugin";
 
+const PACKAGE_VERSION = (require("../../package.json") as { version: string }).version;
+
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const MIGRATE = join(engine.ROOT, "dist/provider/migrate/cli.js");
 
@@ -82,7 +84,7 @@ function switchProgram() {
   if (!readFileSync(project, "utf8").includes("plugins:"))
     writeFileSync(
       project,
-      `${readFileSync(project, "utf8")}plugins:\n  providers:\n    - name: edge\n      version: 0.1.0\n      path: ${PLUGIN_DIR}\n`,
+      `${readFileSync(project, "utf8")}plugins:\n  providers:\n    - name: edge\n      version: ${PACKAGE_VERSION}\n      path: ${PLUGIN_DIR}\n`,
     );
 }
 

@@ -6,7 +6,7 @@
  * Beside the tarball, `npm pack` writes the Python SDK's wheel and the Go SDK's module: each is
  * installed from the file by its own language's tools, outside this repository, and used.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -19,8 +19,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { quiet } from "../engine/support/harness";
+import { runCommand } from "../support/command";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
@@ -147,7 +147,7 @@ test("the installed package carries the plugin and every generated SDK; the plug
   writeFileSync(
     join(packaged, "Pulumi.yaml"),
     "name: consumer-packaged\nruntime:\n  name: nodejs\n  options:\n    typescript: true\n" +
-      "plugins:\n  providers:\n    - name: edge\n      version: 0.1.0\n      path: node_modules/pulumi-edge/bin\n",
+      `plugins:\n  providers:\n    - name: edge\n      version: ${VERSION}\n      path: node_modules/pulumi-edge/bin\n`,
   );
   writeFileSync(join(packaged, "tsconfig.json"), readFileSync(join(project, "tsconfig.json")));
   writeFileSync(
@@ -166,22 +166,7 @@ export const route = new edge.HttpsEdgeRoute("api", { edgeId: web.id, matchType:
 
 const VERSION = (require("../../package.json") as { version: string }).version;
 
-/** A command in `cwd` with only the environment a user has (plus `env`); fails with its output. */
-async function run(cmd: string, args: string[], cwd: string, env: Record<string, string> = {}) {
-  try {
-    const { stdout } = await promisify(execFile)(cmd, args, {
-      cwd,
-      encoding: "utf8",
-      timeout: 600_000,
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, ...env },
-    });
-    return stdout;
-  } catch (e) {
-    const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
-    throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
-  }
-}
+const run = runCommand;
 
 test("beside the tarball: the Python SDK's wheel, which pip installs from the file into a virtualenv of its own", async () => {
   const wheel = join(base, `pulumi_edge-${VERSION}-py3-none-any.whl`);

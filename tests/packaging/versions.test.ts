@@ -13,6 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { assertCommit, compareVersions, releases } from "../upgrade/release";
 
+const { versionMentions } = require("../../scripts/release.js") as typeof import("../../scripts/release.js");
+
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const ROOT = engine.ROOT;
 const VERSION = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -157,4 +159,11 @@ test("releases.json and CHANGELOG.md record the releases, each at a commit of th
   expect(new Set(versions).size).toBe(versions.length);
   // The tree's version is a released one with work pending (Unreleased), or its own heading.
   expect(changelog).toMatch(new RegExp(`\\n## \\[(Unreleased|${VERSION.replace(/\./g, "\\.")})\\]`));
+});
+
+test("every example, fixture and doc that names the package's version names this one", () => {
+  // The places are listed once, in scripts/release.js, which rewrites them at a release.
+  const mentions = versionMentions();
+  expect(new Set(mentions.map((m) => m.file)).size).toBeGreaterThanOrEqual(12);
+  expect(mentions.filter((m) => m.version !== VERSION)).toEqual([]);
 });

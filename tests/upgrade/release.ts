@@ -44,7 +44,8 @@ export const currentVersion = (): string =>
 /**
  * The release an upgrade starts from: the newest recorded one older than package.json's version;
  * while package.json still says the newest release (work merged after it, before the next
- * release bumps the version), that release.
+ * release bumps the version), that release, unless this tree is that release itself (only the
+ * release record differs: upgrading a release to itself proves nothing).
  */
 export function previousRelease(): Release {
   const current = currentVersion();
@@ -52,9 +53,23 @@ export function previousRelease(): Release {
     .filter((r) => compareVersions(r.version, current) <= 0)
     .sort((a, b) => compareVersions(b.version, a.version));
   const strictly = older.find((r) => compareVersions(r.version, current) < 0);
-  const found = older[0] && compareVersions(older[0].version, current) === 0 ? older[0] : strictly;
+  const same = older[0] && compareVersions(older[0].version, current) === 0 ? older[0] : undefined;
+  const found = same && !isThisTree(same) ? same : strictly;
   if (!found) throw new Error(`releases.json records no release at or before ${current}`);
   return found;
+}
+
+/** Whether the working tree is `release`'s commit but for releases.json (the record made after it). */
+function isThisTree(release: Release): boolean {
+  try {
+    execFileSync("git", ["diff", "--quiet", release.commit, "--", ".", ":(exclude)releases.json"], {
+      cwd: ROOT,
+      stdio: "ignore",
+    });
+    return true;
+  } catch {
+    return false; // differs, or the commit is not in this clone (assertCommit says so later)
+  }
 }
 
 const git = (args: string[]) =>

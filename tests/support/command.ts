@@ -1,0 +1,28 @@
+/** Running a command as a user would, for tests that drive installers (npm, pip, go, pulumi plugin). */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+
+/**
+ * `cmd args` in `cwd` with the test's environment plus `env`; its stdout. Fails with the command,
+ * the directory and both outputs, so a broken install says what it printed.
+ */
+export async function runCommand(
+  cmd: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(cmd, args, {
+      cwd,
+      encoding: "utf8",
+      timeout: 600_000,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, ...env },
+    });
+    return stdout;
+  } catch (e) {
+    const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
+    throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
+  }
+}
