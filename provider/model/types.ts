@@ -2,7 +2,8 @@
  * The named canonical types of each resource, derived from the contract: the wire's request
  * shapes (zod `z.output`: defaults filled) under the one camelCase mapping of ./case. Both faces
  * (the dynamic resources and the packaged plugin) speak these types; nothing here is written by
- * hand that the contract already says.
+ * hand that the contract already says. Descriptions are not here: the wire fields' are the
+ * contract's, the rest ./docs's (the dynamic classes' outputs are generated with both).
  */
 import type { z } from "zod";
 import type {
@@ -38,9 +39,8 @@ export type ModuleInputs<M extends RouteModuleName> = Camelize<ModuleRequest<M>>
 /** The 13 modules of a route, each absent when not configured. */
 export type RouteModulesInputs = { [M in RouteModuleName as ModuleProperty<M>]?: ModuleInputs<M> };
 
-/** Inputs that are not wire fields. */
+/** Inputs that are not wire fields (described in ./docs, as is every such property below). */
 interface AdoptInput {
-  /** Take over an object that already exists instead of failing (see the resources' docs). */
   adopt?: boolean;
 }
 
@@ -49,11 +49,9 @@ interface AdoptInput {
 /** Canonical inputs of an HTTPS or TLS edge: `description`, `metadata`, `hostports`. */
 export type EdgeInputs = Camelize<z.output<typeof edgeCreateSchema>>;
 
-/** Outputs of an edge: its inputs as stored, plus what the service assigns. */
+/** Outputs of an edge: its inputs as stored, plus what the service assigns (./docs). */
 export type EdgeOutputs = EdgeInputs & {
-  /** URI of the edge as an API resource. */
   uri: string;
-  /** RFC 3339 creation time. */
   createdAt: string;
 };
 
@@ -61,7 +59,7 @@ export type EdgeOutputs = EdgeInputs & {
 
 /** Canonical inputs of an HTTPS edge route. */
 export type RouteInputs = {
-  /** The HTTPS edge that owns the route (a path parameter on the wire). */
+  /** A path parameter on the wire. */
   edgeId: string;
 } & Camelize<Pick<RouteCreateCanonical, "match_type" | "match" | "description" | "metadata">> &
   RouteModulesInputs &
@@ -87,13 +85,10 @@ export type EdgeConfig = z.output<typeof edgeCreateSchema>;
 /** Read-only fields of a SAML module, computed by the service. */
 export type SamlComputed = Camelize<z.output<typeof samlComputedSchema>>;
 
-/** Outputs of an HTTPS edge route: canonical inputs as stored, plus what the service assigns. */
+/** Outputs of an HTTPS edge route: canonical inputs as stored, plus what the service assigns (./docs). */
 export type RouteOutputs = Omit<RouteInputs, "adopt" | "saml"> & {
-  /** The route's id on the service (also the resource id). */
   routeId: string;
-  /** URI of the route as an API resource. */
   uri: string;
-  /** RFC 3339 creation time. */
   createdAt: string;
   saml?: ModuleInputs<"saml"> & SamlComputed;
 };
@@ -102,7 +97,7 @@ export type RouteOutputs = Omit<RouteInputs, "adopt" | "saml"> & {
 
 /** Canonical inputs of the IP restriction module of a TLS edge. */
 export type TlsIpRestrictionInputs = {
-  /** The TLS edge whose module this is (a path parameter on the wire; also the resource id). */
+  /** A path parameter on the wire; also the resource id. */
   edgeId: string;
 } & Camelize<z.output<typeof tlsIpRestrictionMutateSchema>> &
   AdoptInput;

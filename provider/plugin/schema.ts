@@ -1,7 +1,8 @@
 /**
  * The Pulumi package schema of the packaged `edge` provider, generated from the zod contract
  * (zod 4's own JSON Schema of the request shapes, input side) and the model (camelCase names,
- * secret leaves, outputs). The SDKs of every language are generated from it, so their types,
+ * secret leaves, outputs; the resources' descriptions and those of the properties that are not
+ * wire fields: ../model/docs). The SDKs of every language are generated from it, so their types,
  * docs and enums are the contract's. `npm run schema` writes provider/plugin/schema.json; a test
  * fails when that file is stale.
  */
@@ -18,6 +19,7 @@ import {
   tlsIpRestrictionMutateSchema,
 } from "../../sdk/contract";
 import { toCamel } from "../model/case";
+import { RESOURCE_DOCS, type ResourceType } from "../model/docs";
 import { leafRelation, ROUTE_SECRET_LEAVES } from "../model/leaves";
 
 export const PACKAGE = "edge";
@@ -195,25 +197,23 @@ class Builder {
 }
 
 const moduleTypeName = (m: RouteModuleName) => `Route${pascal(m).replace(/^Oauth/, "OAuth")}`;
-const ADOPT_ROUTE: PropertySpec = {
-  type: "boolean",
-  description:
-    "Adopt a route that already exists on the edge with the same matchType and match, instead of failing: it is brought to this configuration in place, not recreated.",
-};
-const ADOPT_TLS: PropertySpec = {
-  type: "boolean",
-  description:
-    "Take over a module that already exists on the edge (its configuration is replaced by this one). Without it, creating over an existing module fails rather than overwrite it.",
-};
-const OUTPUT = {
-  uri: (what: string): PropertySpec => ({
-    type: "string",
-    description: `URI of the ${what} as an API resource.`,
-  }),
-  createdAt: { type: "string", description: "RFC 3339 creation time." } as PropertySpec,
+/** A property that is not a wire field: its text is the resource's (../model/docs). */
+const doc = (type: ResourceType, where: "inputs" | "outputs", name: string): string => {
+  const text = RESOURCE_DOCS[type][where][name];
+  if (!text) throw new Error(`schema: ${type}.${name} has no description in provider/model/docs.ts`);
+  return text;
 };
 
-function edgeResource(b: Builder, description: string): ResourceSpec {
+/** The outputs a resource has beyond its inputs: the service's, all strings. */
+const assigned = (type: ResourceType): Record<string, PropertySpec> =>
+  Object.fromEntries(
+    Object.entries(RESOURCE_DOCS[type].outputs).map(([k, description]) => [
+      k,
+      { type: "string", description },
+    ]),
+  );
+
+function edgeResource(b: Builder, type: "HttpsEdge" | "TlsEdge"): ResourceSpec {
   const inputs: Record<string, PropertySpec> = {};
   for (const [key, value] of Object.entries(jsonSchema(edgeCreateSchema).properties ?? {})) {
     inputs[toCamel(key)] = {
@@ -222,11 +222,11 @@ function edgeResource(b: Builder, description: string): ResourceSpec {
     };
   }
   return {
-    description,
+    description: RESOURCE_DOCS[type].description,
     inputProperties: inputs,
     requiredInputs: [],
-    properties: { ...strip(inputs), uri: OUTPUT.uri("edge"), createdAt: OUTPUT.createdAt },
-    required: [...Object.keys(inputs), "uri", "createdAt"].sort(),
+    properties: { ...strip(inputs), ...assigned(type) },
+    required: [...Object.keys(inputs), ...Object.keys(assigned(type))].sort(),
   };
 }
 
@@ -245,7 +245,7 @@ function routeResource(b: Builder): ResourceSpec {
   const inputs: Record<string, PropertySpec> = {
     edgeId: {
       type: "string",
-      description: "The HTTPS edge that owns the route. Changing it replaces the route.",
+      description: doc("HttpsEdgeRoute", "inputs", "edgeId"),
       replaceOnChanges: true,
     },
   };
@@ -256,7 +256,7 @@ function routeResource(b: Builder): ResourceSpec {
       inputs[prop] = b.property(value, m, () => moduleTypeName(m));
     } else inputs[prop] = b.property(value, key, () => `Route${pascal(key)}`);
   }
-  inputs.adopt = ADOPT_ROUTE;
+  inputs.adopt = { type: "boolean", description: doc("HttpsEdgeRoute", "inputs", "adopt") };
   // SAML reads back with what the service computes: its own output type.
   const samlState = b.object(
     jsonSchema(ROUTE_MODULES.saml.request),
@@ -272,16 +272,10 @@ function routeResource(b: Builder): ResourceSpec {
   const { adopt: _adopt, ...outputs } = strip(inputs);
   outputs.saml = { $ref: REF(samlState), description: inputs.saml!.description };
   return {
-    description:
-      "A route of an HTTPS edge. A module given here is managed whole: changing any field of it replaces that module on the service (one PATCH), removing it deletes it with its own DELETE, and modules never given are left alone. Switching between oauth, oidc and saml never exposes the backend unauthenticated. Import with the id `<edgeId>/<routeId>`.",
+    description: RESOURCE_DOCS.HttpsEdgeRoute.description,
     inputProperties: inputs,
     requiredInputs: ["edgeId", ...(js.required ?? []).map(toCamel)].sort(),
-    properties: {
-      ...outputs,
-      routeId: { type: "string", description: "The route's id on the service." },
-      uri: OUTPUT.uri("route"),
-      createdAt: OUTPUT.createdAt,
-    },
+    properties: { ...outputs, ...assigned("HttpsEdgeRoute") },
     required: ["createdAt", "description", "edgeId", "match", "matchType", "metadata", "routeId", "uri"],
   };
 }
@@ -291,21 +285,20 @@ function tlsIpRestrictionResource(b: Builder): ResourceSpec {
   const inputs: Record<string, PropertySpec> = {
     edgeId: {
       type: "string",
-      description: "The TLS edge whose IP restriction module this is. Changing it replaces the resource.",
+      description: doc("TlsEdgeIpRestriction", "inputs", "edgeId"),
       replaceOnChanges: true,
     },
   };
   for (const [key, value] of Object.entries(js.properties ?? {})) {
     inputs[toCamel(key)] = b.property(value, `tls_ip_restriction.${key}`, () => "Unused");
   }
-  inputs.adopt = ADOPT_TLS;
+  inputs.adopt = { type: "boolean", description: doc("TlsEdgeIpRestriction", "inputs", "adopt") };
   const { adopt: _adopt, ...outputs } = strip(inputs);
   return {
-    description:
-      "The IP restriction module of a TLS edge. Create and update replace it whole (PUT); delete removes it. Its id is the TLS edge's id (import with it).",
+    description: RESOURCE_DOCS.TlsEdgeIpRestriction.description,
     inputProperties: inputs,
     requiredInputs: ["edgeId", ...(js.required ?? []).map(toCamel)].sort(),
-    properties: outputs,
+    properties: { ...outputs, ...assigned("TlsEdgeIpRestriction") },
     required: ["edgeId", "enabled", "ipPolicyIds"],
   };
 }
@@ -343,14 +336,8 @@ export const PROVIDER_CONFIG: Record<string, PropertySpec> = {
 export function buildSchema(version: string): PackageSchema {
   const b = new Builder();
   const resources = {
-    [TOKEN("HttpsEdge")]: edgeResource(
-      b,
-      "An HTTPS edge: holds routes (see HttpsEdgeRoute). The API has no update for edges: changing any input replaces the edge.",
-    ),
-    [TOKEN("TlsEdge")]: edgeResource(
-      b,
-      "A TLS edge: has one IP restriction module (see TlsEdgeIpRestriction). The API has no update for edges: changing any input replaces the edge.",
-    ),
+    [TOKEN("HttpsEdge")]: edgeResource(b, "HttpsEdge"),
+    [TOKEN("TlsEdge")]: edgeResource(b, "TlsEdge"),
     [TOKEN("HttpsEdgeRoute")]: routeResource(b),
     [TOKEN("TlsEdgeIpRestriction")]: tlsIpRestrictionResource(b),
   };

@@ -242,7 +242,7 @@ export interface TlsEdgeArgs {
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
-/** A route of an HTTPS edge. A module given here is managed whole: changing any field of it replaces that module on the service (one PATCH), removing it deletes it with its own DELETE, and modules never given are left alone. Switching between oauth, oidc and saml never exposes the backend unauthenticated. */
+/** A route of an HTTPS edge. A module given here is managed whole: changing any field of it replaces that module on the service (one PATCH), removing it deletes it with its own DELETE, and modules never given are left alone. Switching between oauth, oidc and saml never exposes the backend unauthenticated. Credentials (`oidc.clientSecret`, `oauth.provider.*.clientSecret`, `webhookVerification.secret`) are secret in the state and in previews whether or not the program marked them; the rest of their module stays readable. */
 export interface HttpsEdgeRouteArgs {
   /** The HTTPS edge that owns the route. Changing it replaces the route. */
   edgeId: pulumi.Input<string>;

@@ -1,20 +1,13 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { HttpsEdgeArgs, TlsEdgeArgs } from "./args";
 import { EdgeDynamicResource } from "./glue";
+import type { HttpsEdgeOutputs, TlsEdgeOutputs } from "./outputs";
 
 /** Inputs of an edge, HTTPS or TLS alike (see HttpsEdgeArgs and TlsEdgeArgs). */
 export type EdgeArgs = HttpsEdgeArgs & TlsEdgeArgs;
 
 /** What HTTPS and TLS edges have in common. */
 abstract class Edge extends EdgeDynamicResource {
-  declare readonly description: pulumi.Output<string>;
-  declare readonly metadata: pulumi.Output<string>;
-  declare readonly hostports: pulumi.Output<string[]>;
-  /** URI of the edge as an API resource. */
-  declare readonly uri: pulumi.Output<string>;
-  /** RFC 3339 creation time. */
-  declare readonly createdAt: pulumi.Output<string>;
-
   protected constructor(
     kind: "httpsEdge" | "tlsEdge",
     type: string,
@@ -27,7 +20,15 @@ abstract class Edge extends EdgeDynamicResource {
   }
 }
 
-/** An HTTPS edge: holds routes (see HttpsEdgeRoute). */
+/**
+ * An HTTPS edge, which holds routes (what it is: HttpsEdgeArgs; its outputs: HttpsEdgeOutputs,
+ * both generated from the one doc source).
+ */
+// The generated outputs, merged as types only (like `declare readonly`): the registered
+// properties are Outputs at runtime.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface HttpsEdge extends HttpsEdgeOutputs {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class HttpsEdge extends Edge {
   constructor(name: string, args: HttpsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
     super("httpsEdge", "HttpsEdge", name, args, opts);
@@ -39,7 +40,13 @@ export class HttpsEdge extends Edge {
   }
 }
 
-/** A TLS edge: has one IP restriction module (see TlsEdgeIpRestriction). */
+/**
+ * A TLS edge, which has one IP restriction module (what it is: TlsEdgeArgs; its outputs:
+ * TlsEdgeOutputs, both generated from the one doc source).
+ */
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface TlsEdge extends TlsEdgeOutputs {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class TlsEdge extends Edge {
   constructor(name: string, args: TlsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
     super("tlsEdge", "TlsEdge", name, args, opts);

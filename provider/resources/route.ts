@@ -2,12 +2,9 @@ import * as pulumi from "@pulumi/pulumi";
 import { isProps, type Props } from "../model/check";
 import { mapLeaves, ROUTE_SECRET_LEAVES } from "../model/leaves";
 import { MODULE_PROPERTY } from "../model/route";
-import type { RouteOutputs } from "../model/types";
-import type { HttpsEdgeRouteArgs, MatchType } from "./args";
+import type { HttpsEdgeRouteArgs } from "./args";
 import { EdgeDynamicResource } from "./glue";
-
-/** Outputs of a route's modules: canonical (every default filled), absent when not configured. */
-type Out<P extends keyof RouteOutputs> = pulumi.Output<RouteOutputs[P]>;
+import type { HttpsEdgeRouteOutputs } from "./outputs";
 
 const MODULES = Object.values(MODULE_PROPERTY);
 
@@ -16,38 +13,15 @@ const plain = (v: unknown): v is Props =>
   isProps(v) && !pulumi.Output.isInstance(v) && !(v instanceof Promise);
 
 /**
- * A route of an HTTPS edge. A module given here is managed whole: changing any field of it
- * replaces that module on the service (PATCH), removing it deletes it with its own DELETE, and
- * modules never given are left alone. Credentials (`oidc.clientSecret`, `oauth.provider.*.clientSecret`,
- * `webhookVerification.secret`) are secret in the state and in previews whether or not the
- * program marked them; the rest of their module stays readable.
+ * A route of an HTTPS edge (what it does: HttpsEdgeRouteArgs; its outputs: HttpsEdgeRouteOutputs,
+ * both generated from the one doc source). Lookup: `HttpsEdgeRoute.get`.
  */
+// The generated outputs, merged as types only (like `declare readonly`): registering the
+// properties below makes each one an Output at runtime.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface HttpsEdgeRoute extends HttpsEdgeRouteOutputs {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class HttpsEdgeRoute extends EdgeDynamicResource {
-  declare readonly edgeId: pulumi.Output<string>;
-  /** The route's id on the service (also the resource id). */
-  declare readonly routeId: pulumi.Output<string>;
-  declare readonly matchType: pulumi.Output<MatchType>;
-  declare readonly match: pulumi.Output<string>;
-  declare readonly description: pulumi.Output<string>;
-  declare readonly metadata: pulumi.Output<string>;
-  /** URI of the route as an API resource. */
-  declare readonly uri: pulumi.Output<string>;
-  /** RFC 3339 creation time. */
-  declare readonly createdAt: pulumi.Output<string>;
-  declare readonly backend: Out<"backend">;
-  declare readonly ipRestriction: Out<"ipRestriction">;
-  declare readonly circuitBreaker: Out<"circuitBreaker">;
-  declare readonly compression: Out<"compression">;
-  declare readonly requestHeaders: Out<"requestHeaders">;
-  declare readonly responseHeaders: Out<"responseHeaders">;
-  declare readonly webhookVerification: Out<"webhookVerification">;
-  declare readonly oauth: Out<"oauth">;
-  declare readonly saml: Out<"saml">;
-  declare readonly oidc: Out<"oidc">;
-  declare readonly websocketTcpConverter: Out<"websocketTcpConverter">;
-  declare readonly userAgentFilter: Out<"userAgentFilter">;
-  declare readonly trafficPolicy: Out<"trafficPolicy">;
-
   constructor(name: string, args: HttpsEdgeRouteArgs, opts?: pulumi.CustomResourceOptions) {
     const props: Record<string, unknown> = { description: undefined, metadata: undefined };
     for (const m of MODULES) props[m] = undefined;

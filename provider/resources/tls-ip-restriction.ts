@@ -1,13 +1,18 @@
 import * as pulumi from "@pulumi/pulumi";
 import type { TlsEdgeIpRestrictionArgs } from "./args";
 import { EdgeDynamicResource } from "./glue";
+import type { TlsEdgeIpRestrictionOutputs } from "./outputs";
 
-/** The IP restriction module of a TLS edge. Create and update replace it whole (PUT); delete removes it. */
+/**
+ * The IP restriction module of a TLS edge (what it does: TlsEdgeIpRestrictionArgs; its outputs:
+ * TlsEdgeIpRestrictionOutputs, both generated from the one doc source).
+ */
+// The generated outputs, merged as types only (like `declare readonly`): the registered
+// properties are Outputs at runtime.
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging, @typescript-eslint/no-empty-object-type
+export interface TlsEdgeIpRestriction extends TlsEdgeIpRestrictionOutputs {}
+// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class TlsEdgeIpRestriction extends EdgeDynamicResource {
-  declare readonly edgeId: pulumi.Output<string>;
-  declare readonly enabled: pulumi.Output<boolean>;
-  declare readonly ipPolicyIds: pulumi.Output<string[]>;
-
   constructor(name: string, args: TlsEdgeIpRestrictionArgs, opts?: pulumi.CustomResourceOptions) {
     super("tlsEdgeIpRestriction", "TlsEdgeIpRestriction", name, { enabled: undefined, ...args }, opts);
   }

@@ -4,7 +4,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { renderDynamicArgs } from "../../provider/plugin/dynamic-args";
+import { renderDynamicArgs, renderDynamicOutputs } from "../../provider/plugin/dynamic-args";
 import { buildSchema, type PackageSchema, type PropertySpec } from "../../provider/plugin/schema";
 import { toCamel } from "../../provider/model/case";
 import {
@@ -29,6 +29,13 @@ test("the committed schema.json is up to date (else: npm run schema)", () => {
 test("the committed dynamic Args are up to date (else: npm run args)", () => {
   // One doc source: the dynamic face's Args and TSDoc are written from this schema.
   expect(readFileSync(join(ROOT, "provider/resources/args.ts"), "utf8")).toBe(renderDynamicArgs(schema));
+});
+
+test("the committed dynamic outputs are up to date (else: npm run args)", () => {
+  // The classes' outputs and their TSDoc are written from this schema too.
+  expect(readFileSync(join(ROOT, "provider/resources/outputs.ts"), "utf8")).toBe(
+    renderDynamicOutputs(schema),
+  );
 });
 
 /** Every property spec of the schema, with where it is. */
