@@ -21,7 +21,6 @@ import {
   type PageQuery,
   type PathParams,
   type Problem,
-  QUERY_SCHEMAS,
   type QueryOf,
   ROUTE_MODULE_NAMES,
 } from "../contract";
@@ -306,8 +305,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     const count = counter(op);
     const answer = async (c: EdgeContext) => {
       count?.(c);
-      // The schema of the operation's own kind of query: its parse is QueryOf<O>.
-      const parsed = query(c, op.query ? QUERY_SCHEMAS[op.query] : noQuerySchema) as QueryOf<O>;
+      // The operation's own query schema: its parse is QueryOf<O>.
+      const parsed = query(c, op.query ?? noQuerySchema) as QueryOf<O>;
       const page: PageQuery = op.query ? parsed : {};
       const call = async () =>
         handler({
