@@ -201,8 +201,9 @@ export class EdgeClient {
   getRoute(edgeId: string, id: string): Promise<Route> {
     return this.request(OPS.routes.get, { edge_id: edgeId, id });
   }
-  listRoutes(edgeId: string, page?: PageOptions): Promise<RouteList> {
-    return this.request(OPS.routes.list, { edge_id: edgeId }, { query: page });
+  /** A page of an edge's routes; takes whatever the table's query schema of the operation does. */
+  listRoutes(edgeId: string, query?: QueryOptionsOf<typeof OPS.routes.list>): Promise<RouteList> {
+    return this.request(OPS.routes.list, { edge_id: edgeId }, { query });
   }
   /** Every route of an edge, following next_page_uri. */
   allRoutes(edgeId: string): AsyncGenerator<Route> {

@@ -345,7 +345,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     serve(ops.delete, ({ params, ctx }) => service.deleteEdge(kind, params.id, ctx));
   }
   serve(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx));
-  serve(routes.list, ({ params, page, ctx }) => service.listRoutes(params.edge_id, page, ctx));
+  serve(routes.list, ({ params, query, ctx }) => service.listRoutes(params.edge_id, query, ctx));
   serve(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx));
   serve(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx));
   serve(routes.delete, ({ params, ctx }) => service.deleteRoute(params.edge_id, params.id, ctx));
