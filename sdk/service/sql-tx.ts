@@ -27,6 +27,14 @@ export abstract class SqlTx implements StoreTx {
   protected abstract rows(st: Statement<unknown>, args: readonly SqlValue[]): Raw[] | Promise<Raw[]>;
   /** Runs `st` with `args`: the number of rows it changed. */
   protected abstract changes(st: Statement<unknown>, args: readonly SqlValue[]): number | Promise<number>;
+  /** The first row of `st` (SQLite steps once instead of collecting every row). */
+  protected firstRow(
+    st: Statement<unknown>,
+    args: readonly SqlValue[],
+  ): Raw | undefined | Promise<Raw | undefined> {
+    const rows = this.rows(st, args);
+    return Array.isArray(rows) ? rows[0] : rows.then((r) => r[0]);
+  }
   /** The ring that opens what the store holds. */
   protected abstract ring(): Secrets;
   /** The ring sealing under the store's current key (`where` names the value, for its error). */
@@ -52,7 +60,11 @@ export abstract class SqlTx implements StoreTx {
   }
 
   private first<Row>(st: Statement<Row>, args: readonly SqlValue[]): Promise<Row | undefined> {
-    return this.decoded(st, args, (rows) => rows[0]);
+    const decode = (raw: Raw | undefined) => (raw === undefined ? undefined : st.row(raw, this.ring()));
+    return new Promise((resolve) => {
+      const raw = this.firstRow(st, args);
+      resolve(raw instanceof Promise ? raw.then(decode) : decode(raw));
+    });
   }
 
   private decoded<Row, T>(

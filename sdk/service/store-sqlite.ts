@@ -687,6 +687,11 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     }
   }
 
+  protected override firstRow(st: Statement<unknown>, args: readonly SqlValue[]): Raw | undefined {
+    const row: unknown = this.sql(st.sqlite).get(...st.values.sqlite(args));
+    return row === undefined ? undefined : rawRow(row);
+  }
+
   protected ring(): Secrets {
     return this.secrets;
   }
