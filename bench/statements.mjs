@@ -35,7 +35,7 @@ async function build(root, label) {
   const app = createEdgeApp({ store, responseCacheBytes: 0 });
   const call = async (method, url, body) => {
     const res = await app.fetch(
-      new Request(`http://bench${url}`, {
+      new globalThis.Request(`http://bench${url}`, {
         method,
         headers: body ? { "content-type": "application/json" } : {},
         body: body ? JSON.stringify(body) : undefined,
