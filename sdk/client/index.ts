@@ -20,6 +20,8 @@ import {
   OPERATIONS as OPS,
   type PathParams,
   type Problem,
+  type QueryOptionsOf,
+  queryString,
   REPLAYED_HEADER,
   type Route,
   type RouteCreate,
@@ -80,20 +82,15 @@ export class EdgeApiError extends Error {
   }
 }
 
-export interface PageOptions {
-  limit?: number;
-  beforeId?: string;
-}
+/** `limit` and `beforeId` of a list operation (derived from the contract's page query schema). */
+export type PageOptions = QueryOptionsOf<typeof OPS.https.list>;
 
-/** The filters of the audit trail (`GET /audit_events`), and its page. */
-export interface AuditFilterOptions extends PageOptions {
-  /** Only the events of this object (a TLS IP restriction's id is its edge's). */
-  objectId?: string;
-  /** Only events at or after this time (RFC 3339). */
-  since?: string;
-  /** Only the changes made with the API key of this name. */
-  key?: string;
-}
+/**
+ * The filters of the audit trail (`GET /audit_events`), and its page: `objectId` (a TLS IP
+ * restriction's id is its edge's), `since` (RFC 3339), `key` (an API key's name); derived from
+ * the contract's audit query schema.
+ */
+export type AuditFilterOptions = QueryOptionsOf<typeof OPS.audit.list>;
 
 /** How a create is made exactly once (see the service's `Idempotency-Key`). */
 export interface CreateOptions {
@@ -163,7 +160,7 @@ export class EdgeClient {
     return this.request(OPS.https.get, { id });
   }
   listHttpsEdges(page?: PageOptions): Promise<HttpsEdgeList> {
-    return this.request(OPS.https.list, {}, { page });
+    return this.request(OPS.https.list, {}, { query: page });
   }
   /** Every HTTPS edge (each with all its routes), following next_page_uri. */
   allHttpsEdges(): AsyncGenerator<HttpsEdge> {
@@ -184,7 +181,7 @@ export class EdgeClient {
     return this.request(OPS.tls.get, { id });
   }
   listTlsEdges(page?: PageOptions): Promise<TlsEdgeList> {
-    return this.request(OPS.tls.list, {}, { page });
+    return this.request(OPS.tls.list, {}, { query: page });
   }
   /** Every TLS edge (each with its IP restriction), following next_page_uri. */
   allTlsEdges(): AsyncGenerator<TlsEdge> {
@@ -204,8 +201,9 @@ export class EdgeClient {
   getRoute(edgeId: string, id: string): Promise<Route> {
     return this.request(OPS.routes.get, { edge_id: edgeId, id });
   }
-  listRoutes(edgeId: string, page?: PageOptions): Promise<RouteList> {
-    return this.request(OPS.routes.list, { edge_id: edgeId }, { page });
+  /** A page of an edge's routes; takes whatever the table's query schema of the operation does. */
+  listRoutes(edgeId: string, query?: QueryOptionsOf<typeof OPS.routes.list>): Promise<RouteList> {
+    return this.request(OPS.routes.list, { edge_id: edgeId }, { query });
   }
   /** Every route of an edge, following next_page_uri. */
   allRoutes(edgeId: string): AsyncGenerator<Route> {
@@ -267,7 +265,7 @@ export class EdgeClient {
   // ---------------------------------------------------------------- audit trail
   /** A page of the audit trail, newest first (a service older than the trail answers 404). */
   listAuditEvents(filter: AuditFilterOptions = {}): Promise<AuditEventList> {
-    return this.request(OPS.audit.list, {}, { page: filter, query: filter });
+    return this.request(OPS.audit.list, {}, { query: filter });
   }
   /** Every event that matches `filter`, newest first, following next_page_uri. */
   allAuditEvents(filter: Omit<AuditFilterOptions, "beforeId"> = {}): AsyncGenerator<AuditEvent> {
@@ -285,9 +283,9 @@ export class EdgeClient {
   async request<O extends Operation>(
     op: O,
     params: Record<PathParams<O["path"]>, string>,
-    opts: { body?: unknown; page?: PageOptions; query?: AuditFilterOptions; create?: CreateOptions } = {},
+    opts: { body?: unknown; query?: QueryOptionsOf<O>; create?: CreateOptions } = {},
   ): Promise<SuccessOf<O>> {
-    const path = fillPath(op.path, params) + query(opts.page, opts.query);
+    const path = fillPath(op.path, params) + queryString(op, opts.query);
     const operation = `${op.method} ${path}`;
     const text = opts.body === undefined ? undefined : JSON.stringify(opts.body);
     const headers: Record<string, string> =
@@ -350,17 +348,6 @@ export class EdgeClient {
     }
     return data as SuccessOf<O>;
   }
-}
-
-function query(page?: PageOptions, filter?: AuditFilterOptions): string {
-  const q = new URLSearchParams();
-  if (filter?.objectId !== undefined) q.set("object_id", filter.objectId);
-  if (filter?.since !== undefined) q.set("since", filter.since);
-  if (filter?.key !== undefined) q.set("key", filter.key);
-  if (page?.limit !== undefined) q.set("limit", String(page.limit));
-  if (page?.beforeId !== undefined) q.set("before_id", page.beforeId);
-  const s = q.toString();
-  return s ? `?${s}` : "";
 }
 
 function safeJson(text: string): unknown {

@@ -15,7 +15,6 @@ import {
   MODULE_OPERATIONS,
   type Operation,
   OPERATIONS,
-  QUERY_SCHEMAS,
   requiredScope,
 } from "./operations";
 
@@ -80,7 +79,7 @@ function operation(op: Operation, opLinks?: Json): Json {
     schema: { type: "string", pattern: ID_PATTERN.source },
   }));
   if (op.query) {
-    const page = jsonSchema(QUERY_SCHEMAS[op.query], "output") as { properties: Record<string, Json> };
+    const page = jsonSchema(op.query, "output") as { properties: Record<string, Json> };
     for (const [name, schema] of Object.entries(page.properties)) {
       const { description, ...rest } = schema;
       parameters.push({ name, in: "query", required: false, description, schema: rest });

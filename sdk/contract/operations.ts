@@ -50,10 +50,12 @@ export interface Operation {
   readonly summary: string;
   readonly tag: string;
   /**
-   * `page`: `?limit=` and `?before_id=`; `audit`: those and the audit trail's filters (see
-   * QUERY_SCHEMAS); absent: no query parameter at all (any other is a 400).
+   * The query parameters, as one strict zod object whose input side is the query string and
+   * output side the typed values: the service parses a request's query with it (an unknown
+   * parameter is a 400 naming it), the OpenAPI document lists its fields, the client's method
+   * takes them (camelCase). Absent: no query parameter at all (any other is a 400).
    */
-  readonly query?: QueryKind;
+  readonly query?: z.ZodObject;
   /**
    * The request body, in every form the service accepts. `emptyIsObject`: a request without any
    * body (no bytes, no content type) is `{}` (a module whose fields are all optional).
@@ -87,13 +89,35 @@ export interface Operation {
   readonly errors: readonly number[];
 }
 
-/** The query parameters of each kind of list operation. */
-export const QUERY_SCHEMAS = { page: pageQuerySchema, audit: auditQuerySchema } as const;
-export type QueryKind = keyof typeof QUERY_SCHEMAS;
 /** The parsed query of `O` (an empty object for an operation that takes none). */
-export type QueryOf<O extends Pick<Operation, "query">> = O["query"] extends QueryKind
-  ? z.output<(typeof QUERY_SCHEMAS)[O["query"]]>
+export type QueryOf<O extends Pick<Operation, "query">> = O["query"] extends z.ZodObject
+  ? z.output<O["query"]>
   : Record<string, never>;
+
+/** `before_id` → `beforeId`. */
+export type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
+export const camel = (wire: string) => wire.replace(/_([a-z])/g, (_m, ch: string) => ch.toUpperCase());
+
+/** What a caller gives for a query schema's parameters: each optional, camelCase, its typed value. */
+export type QueryOptions<Q extends z.ZodObject> = {
+  [K in keyof z.output<Q> & string as Camel<K>]?: z.output<Q>[K];
+};
+/** The query options of `O` (none for an operation that takes no query). */
+export type QueryOptionsOf<O extends Pick<Operation, "query">> = O["query"] extends z.ZodObject
+  ? QueryOptions<O["query"]>
+  : Record<string, never>;
+
+/** The query string of `options` for `op`'s parameters, in the schema's order ("" for none). */
+export function queryString(op: Pick<Operation, "query">, options: Record<string, unknown> = {}): string {
+  if (!op.query) return "";
+  const q = new URLSearchParams();
+  for (const name of Object.keys(op.query.shape)) {
+    const value = options[camel(name)];
+    if (typeof value === "string" || typeof value === "number") q.set(name, String(value));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
 
 /** The scope a key needs for `op`: none for a public one, `read` for a GET, `write` for any change. */
 export const requiredScope = (op: Pick<Operation, "method" | "public">): Scope | undefined =>
@@ -151,7 +175,7 @@ function edgeOperations<K extends "https" | "tls", One extends z.ZodType, List e
       path: `/edges/${kind}`,
       summary: `List ${label} edges, newest first, a page at a time`,
       tag,
-      query: "page",
+      query: pageQuerySchema,
       success: {
         status: 200,
         schema: list,
@@ -250,7 +274,7 @@ export const OPERATIONS = {
       path: ROUTES,
       summary: "List the routes of an HTTPS edge, newest first, a page at a time",
       tag: "Routes",
-      query: "page",
+      query: pageQuerySchema,
       success: {
         status: 200,
         schema: routeListSchema,
@@ -339,7 +363,7 @@ export const OPERATIONS = {
       summary:
         "List the audit trail, newest first, a page at a time: one event per change (who, when, which fields; secrets redacted)",
       tag: "Audit",
-      query: "audit",
+      query: auditQuerySchema,
       success: {
         status: 200,
         schema: auditEventListSchema,

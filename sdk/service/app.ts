@@ -21,7 +21,6 @@ import {
   type PageQuery,
   type PathParams,
   type Problem,
-  QUERY_SCHEMAS,
   type QueryOf,
   ROUTE_MODULE_NAMES,
 } from "../contract";
@@ -306,8 +305,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     const count = counter(op);
     const answer = async (c: EdgeContext) => {
       count?.(c);
-      // The schema of the operation's own kind of query: its parse is QueryOf<O>.
-      const parsed = query(c, op.query ? QUERY_SCHEMAS[op.query] : noQuerySchema) as QueryOf<O>;
+      // The operation's own query schema: its parse is QueryOf<O>.
+      const parsed = query(c, op.query ?? noQuerySchema) as QueryOf<O>;
       const page: PageQuery = op.query ? parsed : {};
       const call = async () =>
         handler({
@@ -346,7 +345,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     serve(ops.delete, ({ params, ctx }) => service.deleteEdge(kind, params.id, ctx));
   }
   serve(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx));
-  serve(routes.list, ({ params, page, ctx }) => service.listRoutes(params.edge_id, page, ctx));
+  serve(routes.list, ({ params, query, ctx }) => service.listRoutes(params.edge_id, query, ctx));
   serve(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx));
   serve(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx));
   serve(routes.delete, ({ params, ctx }) => service.deleteRoute(params.edge_id, params.id, ctx));

@@ -23,6 +23,7 @@ import {
   moduleBodyForm,
   OPERATIONS,
   type PageQuery,
+  type QueryOf,
   type PathIds,
   pathEchoProblems,
   ROUTE_MODULE_BODIES,
@@ -59,6 +60,8 @@ import {
   UniqueViolation,
 } from "./store";
 import { createSelfSignedCertificate } from "./x509";
+
+type RoutesQuery = QueryOf<typeof OPERATIONS.routes.list>;
 
 /** Where the caller reached the service: every Ref and uri is built from it. */
 export interface RequestContext {
@@ -308,7 +311,8 @@ export class EdgeService {
     );
   }
 
-  listRoutes(edgeId: string, q: PageQuery, ctx: RequestContext): Promise<RouteList> {
+  /** The whole query of the operation (its table entry's schema), so a filter added there reaches here. */
+  listRoutes(edgeId: string, q: RoutesQuery, ctx: RequestContext): Promise<RouteList> {
     return this.store.read(async (tx) => {
       const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getRoute(edgeId, id))?.seq);
       await this.requireEdge(tx, "https", edgeId);

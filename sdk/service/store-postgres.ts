@@ -18,6 +18,8 @@
  *   database is back (the pool opens new connections).
  */
 import pg from "pg";
+import { SqlTx } from "./sql-tx";
+import { SQL } from "./statements";
 import { type AuditEvent, errorField, errorMessage } from "../contract";
 import {
   AUDIT_INSERT_COLUMNS,
@@ -33,38 +35,24 @@ import {
   type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
-  type EdgeKind,
-  type EdgeRow,
-  type CreatedObject,
-  type CreateMark,
   type PoolStats,
   type Resealed,
-  type RouteChanges,
-  type RouteRow,
   type Store,
   type StoreDump,
   type StoreTx,
-  type StoredIpPolicy,
+  type SqlValue,
+  type Statement,
   ParentMissing,
   StoreUnavailable,
   UniqueViolation,
 } from "./store";
 import {
   apiKeyRow,
-  createdObject,
-  edgeRow,
-  encodeJson,
-  encodeModules,
-  encodeSamlPrivateKey,
   resealRouteModules,
   resealSamlKey,
   routeSealedKeyIds,
   SEALED_MODULES_LIKE,
   type Raw,
-  samlCertificateRow,
-  seqOf,
-  tlsRestrictionRow,
-  routeRow,
 } from "./rows";
 import {
   parseKeyIds,
@@ -240,7 +228,7 @@ function translate(e: unknown): unknown {
 const RETRYABLE = new Set(["40P01", "40001"]);
 
 /** The statements of one transaction on one pooled connection. */
-export class PgTx implements StoreTx {
+export class PgTx extends SqlTx implements StoreTx {
   constructor(
     private readonly client: pg.PoolClient,
     /** Write transactions lock the rows they read to change. */
@@ -248,10 +236,12 @@ export class PgTx implements StoreTx {
     private readonly secrets: Secrets,
     /** The key id new secrets are sealed under (the store's, read at WRITE_BEGIN). */
     private readonly sealingKeyId?: string,
-  ) {}
+  ) {
+    super();
+  }
 
   /** The ring sealing under the store's key; a key this replica lacks is MissingSecretsKey (503). */
-  private sealer(where: string): Secrets {
+  protected sealer(where: string): Secrets {
     return this.secrets.sealingUnder(this.sealingKeyId, where);
   }
 
@@ -277,151 +267,20 @@ export class PgTx implements StoreTx {
     }
   }
 
-  async insertEdge(e: Omit<EdgeRow, "seq">, made?: CreateMark): Promise<void> {
-    await this.q(
-      "edge_insert",
-      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at, create_key, create_request) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-      [
-        e.id,
-        e.kind,
-        bytes(e.description),
-        bytes(e.metadata),
-        encodeJson(e.hostports),
-        e.created_at,
-        made?.key ?? null,
-        made?.request ?? null,
-      ],
-    );
+  protected rows(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw[]> {
+    return this.q(st.name, st.postgres, st.values.postgres(args) as Value[]);
   }
 
-  async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
-    // Never locked: a route's writes lock the route's row (an edge deleted meanwhile cascades
-    // after them, or leaves them nothing to find), and a route's insert locks the edge through
-    // its foreign key. A lock here would write the edge's row at every PATCH of any of its routes.
-    const [r] = await this.q("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", [id, kind]);
-    return r ? edgeRow(r) : undefined;
+  protected changes(st: Statement<unknown>, args: readonly SqlValue[]): Promise<number> {
+    return this.count(st.name, st.postgres, st.values.postgres(args) as Value[]);
   }
 
-  async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
-    const rows = await this.q(
-      "edge_list",
-      "SELECT * FROM edges WHERE kind = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
-      [kind, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
-    );
-    return rows.map(edgeRow);
+  protected ring(): Secrets {
+    return this.secrets;
   }
 
-  async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
-    return (await this.count("edge_delete", "DELETE FROM edges WHERE id = $1 AND kind = $2", [id, kind])) > 0;
-  }
-
-  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
-    const [row] = await this.q(
-      "route_insert",
-      "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules, create_key, create_request) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING seq",
-      [
-        r.id,
-        r.edge_id,
-        r.match_type,
-        bytes(r.match),
-        bytes(r.description),
-        bytes(r.metadata),
-        r.created_at,
-        encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
-        made?.key ?? null,
-        made?.request ?? null,
-      ],
-    );
-    return seqOf(row);
-  }
-
-  async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
-    // In a write, FOR UPDATE: concurrent writers of this route take turns, each reading the last commit.
-    const [r] = this.writing
-      ? await this.q("route_get_locked", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2 FOR UPDATE", [
-          id,
-          edgeId,
-        ])
-      : await this.q("route_get", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId]);
-    return r ? routeRow(r, this.secrets) : undefined;
-  }
-
-  async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
-    const rows = await this.q(
-      "route_list",
-      "SELECT * FROM routes WHERE edge_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
-      [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit],
-    );
-    return rows.map((r) => routeRow(r, this.secrets));
-  }
-
-  async updateRoute(id: string, c: RouteChanges): Promise<void> {
-    await this.q(
-      "route_update",
-      "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
-      [
-        c.match_type,
-        bytes(c.match),
-        bytes(c.description),
-        bytes(c.metadata),
-        encodeModules(c.modules, this.sealer(`route ${id}`), id),
-        id,
-      ],
-    );
-  }
-
-  async deleteRoute(edgeId: string, id: string): Promise<boolean> {
-    return (
-      (await this.count("route_delete", "DELETE FROM routes WHERE id = $1 AND edge_id = $2", [id, edgeId])) >
-      0
-    );
-  }
-
-  async getSamlCertificates(routeIds: string[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    if (routeIds.length === 0) return out;
-    const rows = await this.arrayQuery(
-      "saml_get",
-      "SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id = ANY($1)",
-      routeIds,
-    );
-    for (const r of rows) out.set(...samlCertificateRow(r));
-    return out;
-  }
-
-  async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
-    await this.q(
-      "saml_put",
-      "INSERT INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES ($1, $2, $3) ON CONFLICT (route_id) DO NOTHING",
-      [routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`))],
-    );
-  }
-
-  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, StoredIpPolicy>> {
-    const out = new Map<string, StoredIpPolicy>();
-    if (edgeIds.length === 0) return out;
-    const rows = await this.arrayQuery(
-      "tls_get",
-      "SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id = ANY($1)",
-      edgeIds,
-    );
-    for (const r of rows) out.set(...tlsRestrictionRow(r));
-    return out;
-  }
-
-  async putTlsRestriction(edgeId: string, config: StoredIpPolicy, made?: CreateMark): Promise<void> {
-    // An existing module keeps the mark of the create that made it.
-    await this.q(
-      "tls_put",
-      "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES ($1, $2, $3, $4) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-      [edgeId, encodeJson(config), made?.key ?? null, made?.request ?? null],
-    );
-  }
-
-  async deleteTlsRestriction(edgeId: string): Promise<boolean> {
-    return (
-      (await this.count("tls_delete", "DELETE FROM tls_ip_restrictions WHERE edge_id = $1", [edgeId])) > 0
-    );
+  protected locking(): boolean {
+    return this.writing;
   }
 
   async lockCreateKey(key: string): Promise<void> {
@@ -429,11 +288,6 @@ export class PgTx implements StoreTx {
       LOCK_CLASS_CREATE_KEY,
       key,
     ]);
-  }
-
-  async findCreated(key: string): Promise<CreatedObject | undefined> {
-    const [r] = await this.q("find_created", FIND_CREATED, [key]);
-    return r ? createdObject(r) : undefined;
   }
 
   async insertAuditEvent(e: AuditRecord): Promise<void> {
@@ -448,24 +302,7 @@ export class PgTx implements StoreTx {
     const q = auditListQuery(f, (n) => `$${n}`);
     return (await this.q(q.name, q.text, q.values)).map(auditEventOf);
   }
-
-  /** A statement whose one parameter is a text array. */
-  private async arrayQuery(name: string, text: string, values: string[]): Promise<Raw[]> {
-    try {
-      return (await this.client.query<Raw>({ name, text, values: [values] })).rows;
-    } catch (e) {
-      throw translate(e);
-    }
-  }
 }
-
-/** Finds the object a keyed create made, in whichever table (a key names one request). */
-const FIND_CREATED = `
-  SELECT 'edges' AS "table", id, NULL AS edge_id, kind, create_request AS request FROM edges WHERE create_key = $1
-  UNION ALL
-  SELECT 'routes', id, edge_id, NULL, create_request FROM routes WHERE create_key = $1
-  UNION ALL
-  SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = $1`;
 
 export class PostgresStore implements Store {
   readonly kind = "postgres";
@@ -568,19 +405,15 @@ export class PostgresStore implements Store {
    */
   private async checkSecretsKey(client: pg.PoolClient): Promise<void> {
     const meta = async (key: string) =>
-      (await client.query<{ value: string }>("SELECT value FROM meta WHERE key = $1", [key])).rows[0]?.value;
+      (await client.query<{ value: string }>(SQL.metaGet.postgres, [key])).rows[0]?.value;
     const current = await meta(SECRETS_KEY_ID);
     const recorded = await meta(SECRETS_KEY_IDS);
     let inUse: string[];
     if (recorded === undefined) {
       const found = new Set<string>();
-      const routes = await client.query<Raw>("SELECT id, modules FROM routes WHERE modules LIKE $1", [
-        SEALED_MODULES_LIKE,
-      ]);
+      const routes = await client.query<Raw>(SQL.sealedRoutes.postgres, [SEALED_MODULES_LIKE]);
       for (const raw of routes.rows) routeSealedKeyIds(raw, found);
-      const keys = await client.query<{ value: string }>(
-        "SELECT private_key_pem AS value FROM route_saml_keys",
-      );
+      const keys = await client.query<{ value: string }>(SQL.samlKeyValues.postgres);
       for (const { value } of keys.rows) {
         const kid = sealedKeyId(value);
         if (kid !== undefined) found.add(kid);
@@ -681,8 +514,8 @@ export class PostgresStore implements Store {
   async whyNotReady(): Promise<string | undefined> {
     try {
       const { rows } = await this.pool.query<{ value: string }>({
-        name: "schema_version",
-        text: "SELECT value FROM meta WHERE key = 'schema_version'",
+        name: SQL.schemaVersion.name,
+        text: SQL.schemaVersion.postgres,
         query_timeout: 2000,
       } as pg.QueryConfig);
       const version = rows[0] ? Number(rows[0].value) : 0;
@@ -699,8 +532,8 @@ export class PostgresStore implements Store {
   async probeWrite(): Promise<void> {
     try {
       await this.pool.query({
-        text: "INSERT INTO meta (key, value) VALUES ('write_probe', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-        values: [new Date().toISOString()],
+        text: SQL.metaSet.postgres,
+        values: ["write_probe", new Date().toISOString()],
         query_timeout: 2000,
       } as pg.QueryConfig);
     } catch (e) {
@@ -791,20 +624,17 @@ export class PostgresStore implements Store {
       await client.query("BEGIN");
       await client.query("SELECT pg_advisory_xact_lock($1, 0)", [LOCK_CLASS_SECRETS]);
       await client.query("LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE");
-      const routes = await client.query<Raw>("SELECT id, modules FROM routes");
+      const routes = await client.query<Raw>(SQL.routeModulesAll.postgres);
       for (const raw of routes.rows) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
         if (secrets === 0) continue;
-        await client.query("UPDATE routes SET modules = $1 WHERE id = $2", [modules, id]);
+        await client.query(SQL.routeModulesSet.postgres, [modules, id]);
         n += secrets;
       }
-      const keys = await client.query<Raw>("SELECT route_id, private_key_pem FROM route_saml_keys");
+      const keys = await client.query<Raw>(SQL.samlKeysAll.postgres);
       for (const raw of keys.rows) {
         const [routeId, privateKey] = resealSamlKey(raw, ring, ring);
-        await client.query("UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2", [
-          privateKey,
-          routeId,
-        ]);
+        await client.query(SQL.samlKeySet.postgres, [privateKey, routeId]);
         n++;
       }
       await setMeta(client, SECRETS_KEY_ID, to.id);
@@ -838,8 +668,8 @@ export class PostgresStore implements Store {
   async apiKeys(): Promise<ApiKeyRow[]> {
     try {
       const { rows } = await this.pool.query<Raw>({
-        name: "api_keys",
-        text: "SELECT * FROM api_keys ORDER BY created_at, name",
+        name: SQL.apiKeys.name,
+        text: SQL.apiKeys.postgres,
       });
       return rows.map(apiKeyRow);
     } catch (e) {
@@ -850,20 +680,20 @@ export class PostgresStore implements Store {
   async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
     // One transaction: the key and its audit event are stored together or not at all.
     await this.transaction("BEGIN", true, async (tx) => {
-      await this.client(tx).query(
-        "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5)",
-        [row.name, row.scope, row.hash, row.created_at, row.revoked_at],
-      );
+      await this.client(tx).query(SQL.apiKeyInsert.postgres, [
+        row.name,
+        row.scope,
+        row.hash,
+        row.created_at,
+        row.revoked_at,
+      ]);
       if (audit) await tx.insertAuditEvent(audit);
     });
   }
 
   async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
     return this.transaction("BEGIN", true, async (tx) => {
-      const { rowCount } = await this.client(tx).query(
-        "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
-        [at, name],
-      );
+      const { rowCount } = await this.client(tx).query(SQL.apiKeyRevoke.postgres, [at, name]);
       const revoked = (rowCount ?? 0) > 0;
       if (revoked && audit) await tx.insertAuditEvent(audit);
       return revoked;
@@ -905,10 +735,6 @@ function keyIdOf(began: unknown): string | undefined {
 
 /** Sets (or, with no value, removes) a row of the meta table. */
 async function setMeta(client: pg.PoolClient, key: string, value: string | undefined): Promise<void> {
-  if (value === undefined) await client.query("DELETE FROM meta WHERE key = $1", [key]);
-  else
-    await client.query(
-      "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      [key, value],
-    );
+  if (value === undefined) await client.query(SQL.metaDelete.postgres, [key]);
+  else await client.query(SQL.metaSet.postgres, [key, value]);
 }

@@ -33,36 +33,23 @@ import {
   type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
-  type EdgeKind,
-  type EdgeRow,
-  type CreatedObject,
-  type CreateMark,
-  type RouteChanges,
   type Resealed,
-  type RouteRow,
   type Store,
   type StoreDump,
   type StoreTx,
-  type StoredIpPolicy,
+  type SqlValue,
+  type Statement,
   UniqueViolation,
 } from "./store";
 import {
   apiKeyRow,
-  createdObject,
-  edgeRow,
-  encodeJson,
-  encodeModules,
-  encodeSamlPrivateKey,
   resealRouteModules,
   resealSamlKey,
   routeSealedKeyIds,
   SEALED_MODULES_LIKE,
   type Raw,
-  samlCertificateRow,
-  tlsRestrictionRow,
   textValue,
   rawRow,
-  routeRow,
 } from "./rows";
 import {
   parseKeyIds,
@@ -72,6 +59,8 @@ import {
   type SecretsKey,
   sealedKeyId,
 } from "./secrets";
+import { SqlTx } from "./sql-tx";
+import { SQL } from "./statements";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
 
@@ -218,7 +207,7 @@ function secureDatabaseFiles(dir: string): void {
   }
 }
 
-export class SqliteStore implements Store, StoreTx {
+export class SqliteStore extends SqlTx implements Store, StoreTx {
   readonly kind = "sqlite";
   private readonly db: Database.Database;
   private readonly statements = new Map<string, Database.Statement>();
@@ -246,6 +235,7 @@ export class SqliteStore implements Store, StoreTx {
     location: string,
     private secrets: Secrets,
   ) {
+    super();
     this.db = db;
     this.location = location;
   }
@@ -305,7 +295,7 @@ export class SqliteStore implements Store, StoreTx {
       this.db
         .transaction(() => {
           this.db.exec("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-          const row = this.one("SELECT value FROM meta WHERE key = 'schema_version'");
+          const row = this.one(SQL.schemaVersion.sqlite);
           const current = row ? Number(textValue(row)) : 0;
           if (current > SCHEMA_VERSION) {
             throw new Error(
@@ -323,9 +313,7 @@ export class SqliteStore implements Store, StoreTx {
               `migrating the data directory to schema ${SCHEMA_VERSION} broke ${broken.length} references (${JSON.stringify(broken[0])}); nothing was changed`,
             );
           }
-          this.sql(
-            "INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-          ).run(String(SCHEMA_VERSION));
+          this.sql(SQL.metaSet.sqlite).run("schema_version", String(SCHEMA_VERSION));
           // On the schema this code reads (the modules column of routes is migration 3's).
           this.checkSecretsKey();
         })
@@ -342,7 +330,7 @@ export class SqliteStore implements Store, StoreTx {
    */
   private checkSecretsKey(): void {
     const meta = (key: string) => {
-      const row = this.one("SELECT value FROM meta WHERE key = ?", key);
+      const row = this.one(SQL.metaGet.sqlite, key);
       return row ? textValue(row) : undefined;
     };
     const current = meta(SECRETS_KEY_ID);
@@ -361,10 +349,10 @@ export class SqliteStore implements Store, StoreTx {
   /** Every key id a stored value is sealed under (read from the rows themselves). */
   private scanKeyIds(): string[] {
     const found = new Set<string>();
-    for (const raw of this.all("SELECT id, modules FROM routes WHERE modules LIKE ?", SEALED_MODULES_LIKE)) {
+    for (const raw of this.all(SQL.sealedRoutes.sqlite, SEALED_MODULES_LIKE)) {
       routeSealedKeyIds(raw, found);
     }
-    for (const raw of this.all("SELECT private_key_pem AS value FROM route_saml_keys")) {
+    for (const raw of this.all(SQL.samlKeyValues.sqlite)) {
       const kid = sealedKeyId(textValue(raw));
       if (kid !== undefined) found.add(kid);
     }
@@ -376,20 +364,17 @@ export class SqliteStore implements Store, StoreTx {
    * (once per transaction): `secrets rotate` changes it for every writer at its commit, and
    * BEGIN IMMEDIATE orders the two.
    */
-  private sealer(where: string): Secrets {
+  protected sealer(where: string): Secrets {
     if (this.sealing === undefined) {
-      const row = this.one("SELECT value FROM meta WHERE key = ?", SECRETS_KEY_ID);
+      const row = this.one(SQL.metaGet.sqlite, SECRETS_KEY_ID);
       this.sealing = this.secrets.sealingUnder(row ? textValue(row) : undefined, where);
     }
     return this.sealing;
   }
 
   private setMeta(key: string, value: string | undefined): void {
-    if (value === undefined) this.sql("DELETE FROM meta WHERE key = ?").run(key);
-    else
-      this.sql(
-        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-      ).run(key, value);
+    if (value === undefined) this.sql(SQL.metaDelete.sqlite).run(key);
+    else this.sql(SQL.metaSet.sqlite).run(key, value);
   }
 
   /**
@@ -403,18 +388,15 @@ export class SqliteStore implements Store, StoreTx {
     this.db.pragma("secure_delete = ON");
     const count = await this.write(() => {
       let n = 0;
-      for (const raw of this.all("SELECT id, modules FROM routes")) {
+      for (const raw of this.all(SQL.routeModulesAll.sqlite)) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
         if (secrets === 0) continue;
-        this.sql("UPDATE routes SET modules = ? WHERE id = ?").run(modules, id);
+        this.sql(SQL.routeModulesSet.sqlite).run(modules, id);
         n += secrets;
       }
-      for (const raw of this.all("SELECT route_id, private_key_pem FROM route_saml_keys")) {
+      for (const raw of this.all(SQL.samlKeysAll.sqlite)) {
         const [routeId, privateKey] = resealSamlKey(raw, ring, ring);
-        this.sql("UPDATE route_saml_keys SET private_key_pem = ? WHERE route_id = ?").run(
-          privateKey,
-          routeId,
-        );
+        this.sql(SQL.samlKeySet.sqlite).run(privateKey, routeId);
         n++;
       }
       this.setMeta(SECRETS_KEY_ID, to.id);
@@ -449,17 +431,13 @@ export class SqliteStore implements Store, StoreTx {
   }
 
   async apiKeys(): Promise<ApiKeyRow[]> {
-    return this.read(() =>
-      Promise.resolve(this.all("SELECT * FROM api_keys ORDER BY created_at, name").map(apiKeyRow)),
-    );
+    return this.read(() => Promise.resolve(this.all(SQL.apiKeys.sqlite).map(apiKeyRow)));
   }
 
   async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
     await this.write(async () => {
       try {
-        this.sql(
-          "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES (?, ?, ?, ?, ?)",
-        ).run(row.name, row.scope, row.hash, row.created_at, row.revoked_at);
+        this.sql(SQL.apiKeyInsert.sqlite).run(row.name, row.scope, row.hash, row.created_at, row.revoked_at);
       } catch (e) {
         throw isUniqueViolation(e) ? new UniqueViolation() : e;
       }
@@ -469,9 +447,7 @@ export class SqliteStore implements Store, StoreTx {
 
   async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
     return this.write(async () => {
-      const revoked =
-        this.sql("UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL").run(at, name)
-          .changes > 0;
+      const revoked = this.sql(SQL.apiKeyRevoke.sqlite).run(at, name).changes > 0;
       if (revoked && audit) await this.insertAuditEvent(audit);
       return revoked;
     });
@@ -608,7 +584,7 @@ export class SqliteStore implements Store, StoreTx {
     }
     return this.exclusive(() => {
       try {
-        const row: unknown = this.sql("SELECT value FROM meta WHERE key = 'schema_version'").get();
+        const row: unknown = this.sql(SQL.schemaVersion.sqlite).get();
         const version = typeof row === "object" && row !== null ? Number(Reflect.get(row, "value")) : 0;
         if (version === SCHEMA_VERSION) return Promise.resolve(undefined);
         return Promise.resolve(
@@ -687,156 +663,46 @@ export class SqliteStore implements Store, StoreTx {
     });
   }
 
-  // ------------------------------------------------------------------ edges
+  // ------------------------------------------------------------------ statements (see SqlTx)
 
-  async insertEdge(e: Omit<EdgeRow, "seq">, made?: CreateMark): Promise<void> {
-    this.sql(
-      "INSERT INTO edges (id, kind, description, metadata, hostports, created_at, create_key, create_request) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    ).run(
-      e.id,
-      e.kind,
-      e.description,
-      e.metadata,
-      encodeJson(e.hostports),
-      e.created_at,
-      made?.key ?? null,
-      made?.request ?? null,
-    );
-  }
-
-  async getEdge(kind: EdgeKind, id: string): Promise<EdgeRow | undefined> {
-    const r = this.one("SELECT * FROM edges WHERE id = ? AND kind = ?", id, kind);
-    return r ? edgeRow(r) : undefined;
-  }
-
-  /** A page of edges, newest first, strictly older than `beforeSeq` when given. */
-  async listEdges(kind: EdgeKind, limit: number, beforeSeq?: number): Promise<EdgeRow[]> {
-    return this.all(
-      "SELECT * FROM edges WHERE kind = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-      kind,
-      beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    ).map(edgeRow);
-  }
-
-  async deleteEdge(kind: EdgeKind, id: string): Promise<boolean> {
-    return this.sql("DELETE FROM edges WHERE id = ? AND kind = ?").run(id, kind).changes > 0;
-  }
-
-  // ------------------------------------------------------------------ routes
-
-  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
-  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
+  protected rows(st: Statement<unknown>, args: readonly SqlValue[]): Raw[] {
     try {
-      return Number(
-        this.sql(
-          "INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules, create_key, create_request) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        ).run(
-          r.id,
-          r.edge_id,
-          r.match_type,
-          r.match,
-          r.description,
-          r.metadata,
-          r.created_at,
-          encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
-          made?.key ?? null,
-          made?.request ?? null,
-        ).lastInsertRowid,
-      );
+      if (st.returning !== undefined) {
+        const { lastInsertRowid } = this.sql(st.sqlite).run(...st.values.sqlite(args));
+        return [{ [st.returning]: Number(lastInsertRowid) }];
+      }
+      return this.sql(st.sqlite)
+        .all(...st.values.sqlite(args))
+        .map(rawRow);
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
   }
 
-  async getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
-    const r = this.one("SELECT * FROM routes WHERE id = ? AND edge_id = ?", id, edgeId);
-    return r ? routeRow(r, this.secrets) : undefined;
-  }
-
-  async listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
-    return this.all(
-      "SELECT * FROM routes WHERE edge_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-      edgeId,
-      beforeSeq ?? Number.MAX_SAFE_INTEGER,
-      limit,
-    ).map((r) => routeRow(r, this.secrets));
-  }
-
-  /** Writes a route's fields and its whole set of modules (one row). */
-  async updateRoute(id: string, c: RouteChanges): Promise<void> {
+  protected changes(st: Statement<unknown>, args: readonly SqlValue[]): number {
     try {
-      this.sql(
-        "UPDATE routes SET match_type = ?, match = ?, description = ?, metadata = ?, modules = ? WHERE id = ?",
-      ).run(
-        c.match_type,
-        c.match,
-        c.description,
-        c.metadata,
-        encodeModules(c.modules, this.sealer(`route ${id}`), id),
-        id,
-      );
+      return this.sql(st.sqlite).run(...st.values.sqlite(args)).changes;
     } catch (e) {
       throw isUniqueViolation(e) ? new UniqueViolation() : e;
     }
   }
 
-  async deleteRoute(edgeId: string, id: string): Promise<boolean> {
-    return this.sql("DELETE FROM routes WHERE id = ? AND edge_id = ?").run(id, edgeId).changes > 0;
+  protected override firstRow(st: Statement<unknown>, args: readonly SqlValue[]): Raw | undefined {
+    const row: unknown = this.sql(st.sqlite).get(...st.values.sqlite(args));
+    return row === undefined ? undefined : rawRow(row);
   }
 
-  // ------------------------------------------------------------------ SAML signing keys
-
-  async getSamlCertificates(routeIds: string[]): Promise<Map<string, string>> {
-    const out = new Map<string, string>();
-    if (routeIds.length === 0) return out;
-    const rows = this.all(
-      `SELECT route_id, certificate_pem FROM route_saml_keys WHERE route_id IN (${routeIds.map(() => "?").join(",")})`,
-      ...routeIds,
-    );
-    for (const r of rows) out.set(...samlCertificateRow(r));
-    return out;
+  protected ring(): Secrets {
+    return this.secrets;
   }
 
-  async putSamlKey(routeId: string, certificatePem: string, privateKeyPem: string): Promise<void> {
-    this.sql(
-      "INSERT OR IGNORE INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES (?, ?, ?)",
-    ).run(routeId, certificatePem, encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`)));
+  /** Never: a write transaction is BEGIN IMMEDIATE, writers already take turns. */
+  protected locking(): boolean {
+    return false;
   }
-
-  // ------------------------------------------------------------------ TLS IP restriction
-
-  async getTlsRestrictions(edgeIds: string[]): Promise<Map<string, StoredIpPolicy>> {
-    const out = new Map<string, StoredIpPolicy>();
-    if (edgeIds.length === 0) return out;
-    const rows = this.all(
-      `SELECT edge_id, config FROM tls_ip_restrictions WHERE edge_id IN (${edgeIds.map(() => "?").join(",")})`,
-      ...edgeIds,
-    );
-    for (const r of rows) out.set(...tlsRestrictionRow(r));
-    return out;
-  }
-
-  async putTlsRestriction(edgeId: string, config: StoredIpPolicy, made?: CreateMark): Promise<void> {
-    // An existing module keeps the mark of the create that made it.
-    this.sql(
-      "INSERT INTO tls_ip_restrictions (edge_id, config, create_key, create_request) VALUES (?, ?, ?, ?) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config",
-    ).run(edgeId, encodeJson(config), made?.key ?? null, made?.request ?? null);
-  }
-
-  async deleteTlsRestriction(edgeId: string): Promise<boolean> {
-    return this.sql("DELETE FROM tls_ip_restrictions WHERE edge_id = ?").run(edgeId).changes > 0;
-  }
-
-  // ------------------------------------------------------------------ keyed creates
 
   /** Nothing to do: transactions on this connection run one at a time, writers across processes too. */
   async lockCreateKey(_key: string): Promise<void> {}
-
-  async findCreated(key: string): Promise<CreatedObject | undefined> {
-    const r = this.one(FIND_CREATED, key, key, key);
-    return r ? createdObject(r) : undefined;
-  }
 
   // ------------------------------------------------------------------ audit trail
 
@@ -851,14 +717,6 @@ export class SqliteStore implements Store, StoreTx {
     return this.all(q.text, ...q.values).map(auditEventOf);
   }
 }
-
-/** Finds the object a keyed create made, in whichever table (a key names one request). */
-const FIND_CREATED = `
-  SELECT 'edges' AS "table", id, NULL AS edge_id, kind, create_request AS request FROM edges WHERE create_key = ?
-  UNION ALL
-  SELECT 'routes', id, edge_id, NULL, create_request FROM routes WHERE create_key = ?
-  UNION ALL
-  SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = ?`;
 
 function isUniqueViolation(e: unknown): boolean {
   return (

@@ -1,0 +1,207 @@
+/**
+ * The SQL of both stores, each statement stated once. A statement is written in PostgreSQL's
+ * placeholder style (`$1`, `$2`, … each may repeat) and becomes SQLite's numbered `?1`, `?2`, …
+ * when the list is loaded: both texts are made once, and each store prepares each statement once
+ * per connection (SQLite's statement cache; PostgreSQL's named statements), as before.
+ *
+ * Where the dialects differ, a statement says so through a small hook, never a second text:
+ *  - `d.forUpdate`: ` FOR UPDATE` on PostgreSQL (a write locks the rows it reads to change), empty
+ *    on SQLite (a write transaction is BEGIN IMMEDIATE: writers already take turns);
+ *  - `d.anyOf(column, n)`: the column is one of the list parameter `$n` (`= ANY($n)`; SQLite reads
+ *    the list as a JSON array with json_each: one statement whatever the list's length);
+ *  - `bytes`: the parameters PostgreSQL stores as BYTEA (its TEXT cannot hold U+0000), sent as
+ *    UTF-8 bytes; SQLite stores the text;
+ *  - `returning`: an insert that answers its integer key (PostgreSQL: RETURNING; SQLite: the rowid);
+ *  - `row`: how a row is decoded (./rows), the same for both.
+ * `ON CONFLICT … DO UPDATE/NOTHING` and `excluded.` are spelled alike by both.
+ *
+ * Adding a query: one entry here, called through `StoreTx.query` / `StoreTx.run` from the service.
+ * What stays per store: each one's migrations (the column types differ), transaction control,
+ * PostgreSQL's advisory locks and snapshots, SQLite's pragmas, dump/load (built per table).
+ */
+import { type Secrets } from "./secrets";
+import {
+  apiKeyRow,
+  createdObject,
+  edgeRow,
+  type Raw,
+  routeRow,
+  samlCertificateRow,
+  seqOf,
+  textValue,
+  tlsRestrictionRow,
+} from "./rows";
+import type {
+  ApiKeyRow,
+  CreatedObject,
+  Dialect,
+  EdgeRow,
+  RouteRow,
+  SqlValue,
+  Statement,
+  StoredIpPolicy,
+} from "./store";
+
+interface Hooks {
+  readonly forUpdate: string;
+  anyOf(column: string, n: number): string;
+}
+
+const HOOKS: Record<Dialect, Hooks> = {
+  sqlite: {
+    forUpdate: "",
+    anyOf: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
+  },
+  postgres: {
+    forUpdate: " FOR UPDATE",
+    anyOf: (column, n) => `${column} = ANY($${n})`,
+  },
+};
+
+const asIs = (args: readonly SqlValue[]) => args as unknown[];
+const utf8 = (v: SqlValue): unknown => (typeof v === "string" ? Buffer.from(v, "utf8") : v);
+
+function statement<Row = Raw>(
+  name: string,
+  text: string | ((d: Hooks) => string),
+  opts: { bytes?: readonly number[]; row?: (raw: Raw, secrets: Secrets) => Row; returning?: string } = {},
+): Statement<Row> {
+  const returning = opts.returning === undefined ? "" : ` RETURNING ${opts.returning}`;
+  const of = (d: Dialect) =>
+    (typeof text === "string" ? text : text(HOOKS[d])) + (d === "postgres" ? returning : "");
+  const bytes = new Set((opts.bytes ?? []).map((n) => n - 1));
+  const lists = typeof text === "string" ? false : text(HOOKS.postgres).includes("ANY(");
+  return {
+    name,
+    sqlite: of("sqlite").replace(/\$(\d+)/g, "?$1"),
+    postgres: of("postgres"),
+    values: {
+      sqlite: lists ? (args) => args.map((v) => (Array.isArray(v) ? JSON.stringify(v) : v)) : asIs,
+      postgres: bytes.size > 0 ? (args) => args.map((v, i) => (bytes.has(i) ? utf8(v) : v)) : asIs,
+    },
+    row: opts.row ?? ((raw) => raw as Row),
+    returning: opts.returning,
+  };
+}
+
+const CREATE_MARK = "create_key, create_request";
+
+/** Every statement of the data paths, by what it does. */
+export const SQL = {
+  // ---------------------------------------------------------------- edges
+  edgeInsert: statement(
+    "edge_insert",
+    `INSERT INTO edges (id, kind, description, metadata, hostports, created_at, ${CREATE_MARK}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    { bytes: [3, 4] },
+  ),
+  edgeGet: statement<EdgeRow>("edge_get", "SELECT * FROM edges WHERE id = $1 AND kind = $2", {
+    row: edgeRow,
+  }),
+  edgeList: statement<EdgeRow>(
+    "edge_list",
+    "SELECT * FROM edges WHERE kind = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+    { row: edgeRow },
+  ),
+  edgeDelete: statement("edge_delete", "DELETE FROM edges WHERE id = $1 AND kind = $2"),
+
+  // ---------------------------------------------------------------- routes
+  routeInsert: statement<number>(
+    "route_insert",
+    `INSERT INTO routes (id, edge_id, match_type, match, description, metadata, created_at, modules, ${CREATE_MARK}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+    { bytes: [4, 5, 6], row: seqOf, returning: "seq" },
+  ),
+  routeGet: statement<RouteRow>("route_get", "SELECT * FROM routes WHERE id = $1 AND edge_id = $2", {
+    row: routeRow,
+  }),
+  /** In a write: concurrent writers of this route take turns, each reading the last commit. */
+  routeGetLocked: statement<RouteRow>(
+    "route_get_locked",
+    (d) => `SELECT * FROM routes WHERE id = $1 AND edge_id = $2${d.forUpdate}`,
+    { row: routeRow },
+  ),
+  routeList: statement<RouteRow>(
+    "route_list",
+    "SELECT * FROM routes WHERE edge_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3",
+    { row: routeRow },
+  ),
+  routeUpdate: statement(
+    "route_update",
+    "UPDATE routes SET match_type = $1, match = $2, description = $3, metadata = $4, modules = $5 WHERE id = $6",
+    { bytes: [2, 3, 4] },
+  ),
+  routeDelete: statement("route_delete", "DELETE FROM routes WHERE id = $1 AND edge_id = $2"),
+
+  // ---------------------------------------------------------------- SAML signing keys
+  samlGet: statement<[string, string]>(
+    "saml_get",
+    (d) => `SELECT route_id, certificate_pem FROM route_saml_keys WHERE ${d.anyOf("route_id", 1)}`,
+    { row: samlCertificateRow },
+  ),
+  samlPut: statement(
+    "saml_put",
+    "INSERT INTO route_saml_keys (route_id, certificate_pem, private_key_pem) VALUES ($1, $2, $3) ON CONFLICT (route_id) DO NOTHING",
+  ),
+
+  // ---------------------------------------------------------------- TLS IP restriction
+  tlsGet: statement<[string, StoredIpPolicy]>(
+    "tls_get",
+    (d) => `SELECT edge_id, config FROM tls_ip_restrictions WHERE ${d.anyOf("edge_id", 1)}`,
+    { row: tlsRestrictionRow },
+  ),
+  /** An existing module keeps the mark of the create that made it. */
+  tlsPut: statement(
+    "tls_put",
+    `INSERT INTO tls_ip_restrictions (edge_id, config, ${CREATE_MARK}) VALUES ($1, $2, $3, $4) ON CONFLICT (edge_id) DO UPDATE SET config = excluded.config`,
+  ),
+  tlsDelete: statement("tls_delete", "DELETE FROM tls_ip_restrictions WHERE edge_id = $1"),
+
+  // ---------------------------------------------------------------- keyed creates
+  /** The object a keyed create made, in whichever table (a key names one request). */
+  findCreated: statement<CreatedObject>(
+    "find_created",
+    `SELECT 'edges' AS "table", id, NULL AS edge_id, kind, create_request AS request FROM edges WHERE create_key = $1
+  UNION ALL
+  SELECT 'routes', id, edge_id, NULL, create_request FROM routes WHERE create_key = $1
+  UNION ALL
+  SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = $1`,
+    { row: createdObject },
+  ),
+
+  // ---------------------------------------------------------------- API keys
+  apiKeys: statement<ApiKeyRow>("api_keys", "SELECT * FROM api_keys ORDER BY created_at, name", {
+    row: apiKeyRow,
+  }),
+  apiKeyInsert: statement(
+    "api_key_insert",
+    "INSERT INTO api_keys (name, scope, hash, created_at, revoked_at) VALUES ($1, $2, $3, $4, $5)",
+  ),
+  apiKeyRevoke: statement(
+    "api_key_revoke",
+    "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
+  ),
+
+  // ---------------------------------------------------------------- metadata and secrets
+  metaGet: statement<string>("meta_get", "SELECT value FROM meta WHERE key = $1", { row: textValue }),
+  metaSet: statement(
+    "meta_set",
+    "INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+  ),
+  metaDelete: statement("meta_delete", "DELETE FROM meta WHERE key = $1"),
+  schemaVersion: statement<string>("schema_version", "SELECT value FROM meta WHERE key = 'schema_version'", {
+    row: textValue,
+  }),
+  /** The routes whose modules hold a sealed secret (their key ids scanned). */
+  sealedRoutes: statement("sealed_routes", "SELECT id, modules FROM routes WHERE modules LIKE $1"),
+  samlKeyValues: statement<string>(
+    "saml_key_values",
+    "SELECT private_key_pem AS value FROM route_saml_keys",
+    { row: textValue },
+  ),
+  routeModulesAll: statement("route_modules_all", "SELECT id, modules FROM routes"),
+  routeModulesSet: statement("route_modules_set", "UPDATE routes SET modules = $1 WHERE id = $2"),
+  samlKeysAll: statement("saml_keys_all", "SELECT route_id, private_key_pem FROM route_saml_keys"),
+  samlKeySet: statement(
+    "saml_key_set",
+    "UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2",
+  ),
+} as const;
