@@ -8,7 +8,8 @@
 //
 //   node bench/program-runtimes.mjs setup <routes>
 //   node bench/program-runtimes.mjs rounds <routes> <k> [variants] [ops]
-//        variants: comma list of ts, ts-transpile, js, js-nomap, py (default ts,js,py)
+//        variants: comma list of ts, ts-transpile, js, js-nomap, js-unmapped, py
+//        (default ts,js,py)
 //        ops: comma list of preview, refresh (default refresh,preview)
 //
 // Variants: ts (typescript: true, ts-node type-checks), ts-transpile (the same with
@@ -39,8 +40,22 @@ const venv = path.join(ROOT, "bench", "tmp", "runtimes-venv");
 const stackName = `n${routes}`;
 const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
 
-const DIRS = { ts: "ts", "ts-transpile": "ts", js: "js", "js-nomap": "js-nomap", py: "py" };
-const EXTRA_ENV = { "ts-transpile": { PULUMI_NODEJS_TRANSPILE_ONLY: "true" } };
+const DIRS = {
+  ts: "ts",
+  "ts-transpile": "ts",
+  js: "js",
+  "js-nomap": "js-nomap",
+  "js-unmapped": "js-nomap",
+  py: "py",
+};
+// js-unmapped is a diagnostic, not a recipe: a preload (NODE_OPTIONS) makes the
+// `Error.prepareStackTrace` that source-map-support installs a no-op, to see what the SDK's stack
+// trace per resource and per promise costs when its frames are not source-mapped.
+const UNMAPPED = path.join(base, "unmapped.cjs");
+const EXTRA_ENV = {
+  "ts-transpile": { PULUMI_NODEJS_TRANSPILE_ONLY: "true" },
+  "js-unmapped": { NODE_OPTIONS: `--require ${UNMAPPED}` },
+};
 
 const plugins = `plugins:\n  providers:\n    - name: edge\n      version: ${VERSION}\n      path: ${path.join(ROOT, "bin")}\n`;
 
@@ -143,8 +158,17 @@ const median = (xs) => {
   return s.length % 2 ? s[m] : Math.round(((s[m - 1] + s[m]) / 2) * 100) / 100;
 };
 
+function writeUnmapped() {
+  fs.writeFileSync(
+    UNMAPPED,
+    'Object.defineProperty(Error, "prepareStackTrace", { configurable: true, get() {}, set() {} });\n',
+  );
+}
+
 if (command === "setup") {
   fs.rmSync(base, { recursive: true, force: true });
+  fs.mkdirSync(base, { recursive: true });
+  writeUnmapped();
   nodeDir("ts");
   nodeDir("js", { compile: true, sourceMap: true });
   nodeDir("js-nomap", { compile: true, sourceMap: false });
@@ -162,6 +186,7 @@ if (command === "setup") {
   });
   console.log(JSON.stringify({ command, routes, ...up }));
 } else if (command === "rounds") {
+  writeUnmapped();
   const k = Number(rest[0] ?? 1);
   const variants = (rest[1] ?? "ts,js,py").split(",");
   const ops = (rest[2] ?? "refresh,preview").split(",");
