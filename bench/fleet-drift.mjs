@@ -1,0 +1,167 @@
+// A fleet's drift check (issue 28, item 4): S stacks of bench/program (dynamic resources, one
+// HTTPS edge and R routes each) against one `edge-service serve` on loopback, deployed once, then
+// checked by `pulumi-edge drift --project DIR --parallel P --format json` with a read key. Prints
+// one JSON line per phase: the deploys (wall per stack), then the drift run (wall, the CPU seconds
+// of every process under it from /proc, the load average before and after, and the per-stack
+// seconds of the drift report).
+//
+//   node bench/fleet-drift.mjs [--stacks 20] [--routes 50] [--parallel 4] [--deploy-parallel 2]
+//                              [--dir bench/tmp/fleet] [--reuse] [--checks 1]
+//
+// --reuse skips the deploys when DIR already holds the stacks (the state and data directories are
+// kept between runs). The service keeps running only for the script's life.
+import { execFileSync, spawn } from "node:child_process";
+import fs from "node:fs";
+import { createRequire } from "node:module";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { cpuOfTree } from "./lib/proc-cpu.mjs";
+
+const require = createRequire(import.meta.url);
+const engine = require("../scripts/engine.js");
+const ROOT = engine.ROOT;
+const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
+const PULUMI_EDGE = path.join(ROOT, "dist/provider/migrate/cli.js");
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const STACKS = Number(opt("stacks", 20));
+const ROUTES = Number(opt("routes", 50));
+const PARALLEL = Number(opt("parallel", 4));
+const DEPLOY_PARALLEL = Number(opt("deploy-parallel", 2));
+const CHECKS = Number(opt("checks", 1));
+const DIR = path.resolve(opt("dir", path.join(ROOT, "bench", "tmp", "fleet")));
+const reuse = args.includes("--reuse");
+
+const workDir = path.join(DIR, "program");
+const stateDir = path.join(DIR, "state");
+const dataDir = path.join(DIR, "data");
+const ADMIN = "admin-bootstrap-key-for-the-fleet-bench";
+const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
+const out = (o) => console.log(JSON.stringify(o));
+
+if (!reuse) fs.rmSync(DIR, { recursive: true, force: true });
+fs.mkdirSync(dataDir, { recursive: true });
+
+// The service: one process, an admin key to deploy with, a read key for the check.
+const server = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data", dataDir], {
+  env: { ...process.env, EDGE_API_KEY: ADMIN },
+  stdio: ["ignore", "pipe", "pipe"],
+});
+const url = await new Promise((resolve, reject) => {
+  let buf = "";
+  server.stdout.on("data", (d) => {
+    buf += d;
+    const m = /edge-service listening on (http:\/\/\S+)/.exec(buf);
+    if (m) resolve(m[1].replace("//0.0.0.0:", "//127.0.0.1:"));
+  });
+  server.on("exit", (c) => reject(new Error(`edge-service exited ${c}`)));
+});
+process.on("exit", () => server.kill("SIGTERM"));
+const keyFile = path.join(DIR, "read-key");
+let readKey;
+if (reuse && fs.existsSync(keyFile)) readKey = fs.readFileSync(keyFile, "utf8").trim();
+else {
+  readKey = execFileSync(
+    process.execPath,
+    [CLI, "keys", "create", `ci-drift-${Date.now()}`, "--scope", "read", "--data", dataDir],
+    { encoding: "utf8", env: { ...process.env, EDGE_API_KEY: "" } },
+  ).trim();
+  fs.writeFileSync(keyFile, readKey);
+}
+
+if (!fs.existsSync(workDir)) fs.cpSync(path.join(ROOT, "bench", "program"), workDir, { recursive: true });
+const names = Array.from({ length: STACKS }, (_, i) => `s${String(i + 1).padStart(2, "0")}`);
+
+if (!reuse) {
+  const t0 = performance.now();
+  const queue = [...names];
+  const perStack = {};
+  // The Automation API runs `pulumi` CLI commands; concurrent ones on one workspace directory
+  // are fine on the file backend (one state file per stack).
+  const worker = async () => {
+    for (let name = queue.shift(); name; name = queue.shift()) {
+      const stack = await engine.directoryStack({
+        workDir,
+        stackName: name,
+        stateDir,
+        config: {
+          routes: { value: String(ROUTES) },
+          mode: { value: "edge" },
+          "edge:baseUrl": { value: url },
+        },
+        env: { PULUMI_SKIP_CHECKPOINTS: "true", EDGE_API_KEY: ADMIN },
+      });
+      const t = performance.now();
+      const up = await stack.up({ color: "never" });
+      if (up.summary.resourceChanges?.create !== ROUTES + 2) throw new Error(`${name}: not all created`);
+      perStack[name] = Math.round((performance.now() - t) / 100) / 10;
+      console.error(`deployed ${name} in ${perStack[name]} s, load ${load().join(" ")}`);
+    }
+  };
+  await Promise.all(Array.from({ length: DEPLOY_PARALLEL }, worker));
+  out({
+    phase: "deploy",
+    stacks: STACKS,
+    routes: ROUTES,
+    parallel: DEPLOY_PARALLEL,
+    wall: Math.round((performance.now() - t0) / 100) / 10,
+    perStack,
+    load: load(),
+  });
+}
+
+for (let c = 1; c <= CHECKS; c++) {
+  const loadBefore = load();
+  const t0 = performance.now();
+  const child = spawn(
+    process.execPath,
+    [PULUMI_EDGE, "drift", "--project", "program", "--parallel", String(PARALLEL), "--format", "json"],
+    {
+      cwd: DIR,
+      env: { ...process.env, ...engine.engineEnv({ stateDir }), EDGE_API_KEY: readKey },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  const cpuPromise = cpuOfTree(child);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (d) => (stdout += d));
+  child.stderr.on("data", (d) => (stderr += d));
+  const code = await new Promise((r) => child.on("exit", r));
+  const wall = Math.round((performance.now() - t0) / 100) / 10;
+  const cpu = await cpuPromise;
+  let report;
+  try {
+    report = JSON.parse(stdout);
+  } catch {
+    throw new Error(`drift exited ${code}: ${stderr.slice(-3000)}`);
+  }
+  const seconds = report.stacks.map((s) => s.seconds).sort((a, b) => a - b);
+  out({
+    phase: "drift",
+    check: c,
+    stacks: STACKS,
+    routes: ROUTES,
+    parallel: PARALLEL,
+    exitCode: code,
+    summary: report.summary,
+    wall,
+    cpu,
+    perStackSeconds: {
+      min: seconds[0],
+      median: seconds[Math.floor(seconds.length / 2)],
+      max: seconds.at(-1),
+      sum: Math.round(seconds.reduce((a, b) => a + b, 0) * 10) / 10,
+    },
+    perStack: Object.fromEntries(report.stacks.map((s) => [s.stack, s.seconds])),
+    loadBefore,
+    loadAfter: load(),
+  });
+}
+server.kill("SIGTERM");
+process.exit(0);
