@@ -10,20 +10,17 @@ import fc from "fast-check";
 import { z } from "zod";
 import {
   AUTH_MODULES,
-  byModule,
   edgeCreateSchema,
   ERROR_CODES,
   isAuthModule,
   isRouteModuleName,
   OPERATION_ID_HEADER,
   ROUTE_MODULE_NAMES,
-  ROUTE_MODULES,
   routeCreateSchema,
   type RouteModuleName,
-  WEBHOOK_PROVIDERS,
 } from "../../sdk/contract";
-import { IDP_METADATA, type RawResponse } from "../service/helpers";
-import { arbitraryOf, exactlyOneSlot, type Hook } from "../support/zod-arbitrary";
+import type { RawResponse } from "../service/helpers";
+import { bodyOf, MODULE_BODY } from "../support/request-bodies";
 import { ROOT } from "./support";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -31,30 +28,7 @@ export type JsonPath = Array<string | number>;
 
 // ---------------------------------------------------------------- valid bodies
 
-/**
- * Where random values would almost never be valid, how to make one; everything else (every
- * field, its bounds, its cross-field rules) is read off the contract's schemas, so a field added
- * there is sent here too (tests/support/zod-arbitrary.ts).
- */
-const HOOKS: Record<string, Hook> = {
-  // "exactly one identity provider": one slot, the ordinary way.
-  "oauth.provider": exactlyOneSlot,
-  "saml.idp_metadata": fc.constant(IDP_METADATA),
-  "oidc.issuer": fc.webUrl({ validSchemes: ["https"], size: "xsmall" }),
-  // Matched case-insensitively: send some upper case too.
-  "webhook_verification.provider": fc
-    .tuple(fc.constantFrom(...WEBHOOK_PROVIDERS), fc.boolean())
-    .map(([p, upper]) => (upper ? p.toUpperCase() : p)),
-  "hostports[]": fc.constantFrom("example.com:443", "a.b.example.org:8443", "x:1"),
-};
-
-const bodyOf = (schema: z.ZodType, root = "") =>
-  arbitraryOf(schema, { hooks: HOOKS }, root) as fc.Arbitrary<Record<string, Json>>;
-
-/** A valid request body for each route module (random within the rules), from its schema. */
-export const MODULE_BODY = byModule<Record<RouteModuleName, fc.Arbitrary<Record<string, Json>>>>((m) =>
-  bodyOf(ROUTE_MODULES[m].request, m),
-);
+export { MODULE_BODY };
 
 const NON_AUTH = ROUTE_MODULE_NAMES.filter((m) => !isAuthModule(m));
 
