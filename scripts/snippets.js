@@ -4,10 +4,13 @@
  *   <!-- snippet: examples/x/index.ts#name -->
  * must equal the region of that file between `[snippet: name]` and `[/snippet]` (comment lines
  * in any syntax). The examples are run by the tests, so every such snippet is tested code.
+ * Tables between `<!-- fields: <resource token> -->` and `<!-- /fields -->` are generated from the
+ * plugin schema (scripts/field-tables.js).
  * Usage: node scripts/snippets.js [--write] README.md docs/*.md
  */
 const fs = require("node:fs");
 const path = require("node:path");
+const { syncFieldTables } = require("./field-tables");
 
 const ROOT = path.resolve(__dirname, "..");
 const MARKER = /<!-- snippet: ([^#\s]+)#([\w-]+) -->\n```(\w*)\n([\s\S]*?)```/g;
@@ -141,7 +144,9 @@ function syncDoc(doc) {
     );
   for (const where of fences)
     problems.push(`${where}: a code block without a <!-- snippet: file#name --> source`);
-  return { problems, text: updated };
+  // Input tables come from the plugin schema (scripts/field-tables.js).
+  const tables = syncFieldTables(doc, updated);
+  return { problems: [...problems, ...tables.problems], text: tables.text };
 }
 
 if (require.main === module) {

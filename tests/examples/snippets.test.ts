@@ -4,6 +4,8 @@ import { join } from "node:path";
 
 const { syncDoc, regions, missingImports } =
   require("../../scripts/snippets.js") as typeof import("../../scripts/snippets.js");
+const { fieldTable } =
+  require("../../scripts/field-tables.js") as typeof import("../../scripts/field-tables.js");
 
 const ROOT = join(__dirname, "..", "..");
 const DOCS = [
@@ -50,5 +52,25 @@ test("the checker notices an edited snippet and a code block without a source", 
     expect.stringMatching(
       /^\.test-work\/snippet-check\.md:\d+: a code block without a <!-- snippet: file#name --> source$/,
     ),
+  ]);
+});
+
+test("the guide's input tables are the schema's, and a stale one is caught", () => {
+  const fs = require("node:fs") as typeof import("node:fs");
+  const path = require("node:path") as typeof import("node:path");
+  const guide = fs.readFileSync(path.join(ROOT, "docs", "guide.md"), "utf8");
+  for (const token of ["edge:index:HttpsEdge", "edge:index:HttpsEdgeRoute"])
+    expect(guide).toContain(`<!-- fields: ${token} -->\n${fieldTable(token)}<!-- /fields -->`);
+  // Every route input of the schema has its row: a module added to the contract shows up.
+  const schema = JSON.parse(fs.readFileSync(path.join(ROOT, "provider/plugin/schema.json"), "utf8"));
+  for (const input of Object.keys(schema.resources["edge:index:HttpsEdgeRoute"].inputProperties))
+    expect(fieldTable("edge:index:HttpsEdgeRoute")).toContain(`| \`${input}\` |`);
+
+  const file = path.join(ROOT, ".test-work", "field-table-check.md");
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const stale = fieldTable("edge:index:HttpsEdgeRoute").replace(/\{ enabled\? \}/, "{ enabled?, gone? }");
+  fs.writeFileSync(file, `<!-- fields: edge:index:HttpsEdgeRoute -->\n${stale}<!-- /fields -->\n`);
+  expect(syncDoc(".test-work/field-table-check.md").problems).toEqual([
+    ".test-work/field-table-check.md: the field table of edge:index:HttpsEdgeRoute differs from the schema (run: npm run docs)",
   ]);
 });

@@ -37,8 +37,8 @@ describe("canonical inputs", () => {
       webhookVerification: { provider: "SNS" },
     });
     expect(failures).toEqual([]);
-    expect(inputs.backend).toEqual({ enabled: true, backendId: "bkd_1" });
-    expect(inputs.circuitBreaker).toEqual({
+    expect(inputs.backend).toMatchObject({ enabled: true, backendId: "bkd_1" });
+    expect(inputs.circuitBreaker).toMatchObject({
       enabled: true,
       trippedDuration: 0,
       rollingWindow: 0,
@@ -46,9 +46,9 @@ describe("canonical inputs", () => {
       volumeThreshold: 0,
       errorThresholdPercentage: 0,
     });
-    expect(inputs.requestHeaders).toEqual({ enabled: true, add: {}, remove: [] });
-    expect(inputs.userAgentFilter).toEqual({ enabled: true, allow: ["x"], deny: [] });
-    expect(inputs.webhookVerification).toEqual({ enabled: true, provider: "sns", secret: "" });
+    expect(inputs.requestHeaders).toMatchObject({ enabled: true, add: {}, remove: [] });
+    expect(inputs.userAgentFilter).toMatchObject({ enabled: true, allow: ["x"], deny: [] });
+    expect(inputs.webhookVerification).toMatchObject({ enabled: true, provider: "sns", secret: "" });
   });
 
   test("oauth: cookiePrefix default, the other provider slots null", () => {
@@ -107,12 +107,12 @@ describe("canonical inputs", () => {
       responseHeaders: { add: { snake_name: "v" } },
     });
     expect(failures).toEqual([]);
-    expect(inputs.requestHeaders).toEqual({
+    expect(inputs.requestHeaders).toMatchObject({
       enabled: true,
       add: { "X-Foo": "1", x_custom_header: "2" },
       remove: ["X_Bar"],
     });
-    expect(inputs.responseHeaders).toEqual({ enabled: true, add: { snake_name: "v" }, remove: [] });
+    expect(inputs.responseHeaders).toMatchObject({ enabled: true, add: { snake_name: "v" }, remove: [] });
   });
 
   test("canonical inputs are a fixed point: checking them again changes nothing", () => {

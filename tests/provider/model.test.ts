@@ -2,6 +2,7 @@
  * The provider's model: camelCase ⇄ snake_case (header names verbatim), canonical comparison and
  * minimal bodies, unknown values, and route response → outputs → inputs.
  */
+import fc from "fast-check";
 import {
   ROUTE_MODULE_NAMES,
   ROUTE_MODULES,
@@ -36,6 +37,7 @@ import {
   stored,
 } from "./support";
 import { prng } from "../support/prng";
+import { MODULE_BODY } from "../support/request-bodies";
 
 describe("case conversion", () => {
   test.each([
@@ -267,7 +269,9 @@ function canonicalSamples(name: RouteModuleName): unknown[] {
   const r = prng(0x5eed + name.length);
   const inputs = [MODULE_MINIMAL[name], MODULE_SAMPLES[name]];
   for (let i = 0; i < 60; i++) inputs.push(generated(name, r));
-  return inputs.map((v) => schema.parse(toWire(v, [name])));
+  // And bodies read off the schema, so a field added to the contract is in the samples too.
+  const fromSchema = fc.sample(MODULE_BODY[name], { numRuns: 60, seed: 0x5eed + name.length });
+  return [...inputs.map((v) => schema.parse(toWire(v, [name]))), ...fromSchema.map((v) => schema.parse(v))];
 }
 
 /** The minimal valid wire value of each module (required fields only). */

@@ -7,15 +7,20 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import fc from "fast-check";
+import { z } from "zod";
 import {
+  AUTH_MODULES,
+  edgeCreateSchema,
   ERROR_CODES,
-  OAUTH_PROVIDER_KEYS,
+  isAuthModule,
+  isRouteModuleName,
   OPERATION_ID_HEADER,
   ROUTE_MODULE_NAMES,
+  routeCreateSchema,
   type RouteModuleName,
-  WEBHOOK_PROVIDERS,
 } from "../../sdk/contract";
-import { IDP_METADATA, type RawResponse } from "../service/helpers";
+import type { RawResponse } from "../service/helpers";
+import { bodyOf, MODULE_BODY } from "../support/request-bodies";
 import { ROOT } from "./support";
 
 export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -23,134 +28,15 @@ export type JsonPath = Array<string | number>;
 
 // ---------------------------------------------------------------- valid bodies
 
-const idArb = fc.stringMatching(/^[A-Za-z0-9_]{1,64}$/);
-const headerName = fc.stringMatching(/^[A-Za-z0-9-]{1,20}$/);
-const lower = fc.stringMatching(/^[a-z0-9.@-]{0,20}$/);
-const uint32 = fc.integer({ min: 0, max: 4294967295 });
-const text = fc.string({ maxLength: 40 });
-const session = {
-  options_passthrough: fc.boolean(),
-  cookie_prefix: text,
-  inactivity_timeout: uint32,
-  maximum_duration: uint32,
-};
-const opt = { requiredKeys: [] as never[] };
+export { MODULE_BODY };
 
-/** A valid request body for each route module (random within the rules). */
-export const MODULE_BODY: Record<RouteModuleName, fc.Arbitrary<Record<string, Json>>> = {
-  backend: fc.record({ enabled: fc.boolean(), backend_id: idArb }, { requiredKeys: ["backend_id"] }),
-  ip_restriction: fc.record(
-    { enabled: fc.boolean(), ip_policy_ids: fc.array(idArb, { minLength: 1, maxLength: 5 }) },
-    { requiredKeys: ["ip_policy_ids"] },
-  ),
-  circuit_breaker: fc.record(
-    {
-      enabled: fc.boolean(),
-      tripped_duration: uint32,
-      rolling_window: uint32,
-      num_buckets: fc.integer({ min: 1, max: 128 }),
-      volume_threshold: uint32,
-      error_threshold_percentage: fc.double({ min: 0, max: 1, noNaN: true }),
-    },
-    opt,
-  ),
-  compression: fc.record({ enabled: fc.boolean() }, opt),
-  websocket_tcp_converter: fc.record({ enabled: fc.boolean() }, opt),
-  request_headers: fc.record(
-    {
-      enabled: fc.boolean(),
-      add: fc
-        .uniqueArray(headerName, { maxLength: 4, selector: (k) => k.toLowerCase() })
-        .chain((keys) =>
-          fc
-            .tuple(...keys.map(() => text))
-            .map((vals) => Object.fromEntries(keys.map((k, i) => [k, vals[i]!]))),
-        ),
-      remove: fc.array(headerName, { maxLength: 4 }),
-    },
-    opt,
-  ),
-  response_headers: fc.record(
-    {
-      enabled: fc.boolean(),
-      add: fc.dictionary(fc.constantFrom("X-A", "Server", "x-b"), text),
-      remove: fc.array(headerName, { maxLength: 3 }),
-    },
-    opt,
-  ),
-  webhook_verification: fc
-    .tuple(
-      fc.constantFrom(...WEBHOOK_PROVIDERS),
-      fc.boolean(),
-      fc.string({ minLength: 1, maxLength: 30 }),
-      fc.boolean(),
-    )
-    .map(([provider, upper, secret, enabled]) => ({
-      enabled,
-      provider: upper ? provider.toUpperCase() : provider,
-      ...(provider === "sns" ? {} : { secret }),
-    })),
-  oauth: fc
-    .tuple(
-      fc.constantFrom(...OAUTH_PROVIDER_KEYS),
-      fc.boolean(),
-      fc.array(lower, { maxLength: 3 }),
-      fc.array(lower, { maxLength: 3 }),
-      fc.record(session, opt),
-    )
-    .map(([slot, ownApp, emails, domains, s]) => ({
-      ...s,
-      provider: {
-        [slot]: {
-          ...(ownApp ? { client_id: "cid", client_secret: "csecret", scopes: ["s1"] } : {}),
-          email_addresses: emails,
-          email_domains: domains,
-          ...(slot === "github" ? { teams: ["acme/ops"], organizations: ["acme"] } : {}),
-        },
-      },
-    })),
-  saml: fc.record(
-    {
-      ...session,
-      idp_metadata: fc.constant(IDP_METADATA),
-      force_authn: fc.boolean(),
-      allow_idp_initiated: fc.boolean(),
-      authorized_groups: fc.array(text, { maxLength: 3 }),
-      nameid_format: fc.constant("urn:oasis:names:tc:SAML:2.0:nameid-format:transient"),
-    },
-    { requiredKeys: ["idp_metadata"] },
-  ),
-  oidc: fc.record(
-    {
-      ...session,
-      issuer: fc.constant("https://idp.example.com/realm"),
-      client_id: fc.string({ minLength: 1, maxLength: 20 }),
-      client_secret: fc.string({ minLength: 1, maxLength: 20 }),
-      scopes: fc.array(text, { maxLength: 3 }),
-    },
-    { requiredKeys: ["issuer", "client_id", "client_secret"] },
-  ),
-  user_agent_filter: fc.record(
-    {
-      enabled: fc.boolean(),
-      allow: fc.array(text, { maxLength: 3 }),
-      deny: fc.array(text, { maxLength: 3 }),
-    },
-    opt,
-  ),
-  traffic_policy: fc.record(
-    { enabled: fc.boolean(), value: fc.string({ minLength: 1, maxLength: 60 }) },
-    { requiredKeys: ["value"] },
-  ),
-};
-
-const NON_AUTH = ROUTE_MODULE_NAMES.filter((m) => m !== "oauth" && m !== "oidc" && m !== "saml");
+const NON_AUTH = ROUTE_MODULE_NAMES.filter((m) => !isAuthModule(m));
 
 /** A set of modules a route may carry at once: any non-auth modules, at most one auth module. */
 export const modulesArb: fc.Arbitrary<Record<string, Json>> = fc
   .tuple(
     fc.subarray(NON_AUTH, { maxLength: 6 }),
-    fc.constantFrom<RouteModuleName | null>(null, "oauth", "oidc", "saml"),
+    fc.constantFrom<RouteModuleName | null>(null, ...AUTH_MODULES),
   )
   .chain(([mods, auth]) => {
     const names = auth ? [...mods, auth] : mods;
@@ -159,14 +45,17 @@ export const modulesArb: fc.Arbitrary<Record<string, Json>> = fc
       .map((bodies) => Object.fromEntries(names.map((m, i) => [m, bodies[i]!])));
   });
 
-const descArb = fc.string({ maxLength: 60 });
-export const edgeBodyArb = fc.record(
-  {
-    description: descArb,
-    metadata: descArb,
-    hostports: fc.array(fc.constantFrom("example.com:443", "a.b.example.org:8443", "x:1"), { maxLength: 3 }),
-  },
-  opt,
+export const edgeBodyArb = bodyOf(edgeCreateSchema);
+
+/** A route's own fields but its selector and modules (description, metadata, ...), from its schema. */
+const routeFieldsArb = bodyOf(
+  z.strictObject(
+    Object.fromEntries(
+      Object.entries(routeCreateSchema.shape).filter(
+        ([k]) => k !== "match" && k !== "match_type" && !isRouteModuleName(k),
+      ),
+    ),
+  ),
 );
 
 let matchCounter = 0;
@@ -174,18 +63,14 @@ let matchCounter = 0;
 export const freshMatch = () => `/fuzz/${process.pid}/${++matchCounter}`;
 
 export const routeCreateArb = fc
-  .tuple(
-    fc.constantFrom("exact_path", "path_prefix"),
-    fc.record({ description: descArb, metadata: descArb }, opt),
-    modulesArb,
-  )
+  .tuple(fc.constantFrom("exact_path", "path_prefix"), routeFieldsArb, modulesArb)
   .map(
     ([match_type, fields, modules]) =>
       ({ match_type, match: "MATCH", ...fields, ...modules }) as Record<string, Json>,
   );
 
 export const routePatchArb = fc
-  .tuple(fc.record({ description: descArb, metadata: descArb }, opt), fc.subarray(NON_AUTH, { maxLength: 4 }))
+  .tuple(routeFieldsArb, fc.subarray(NON_AUTH, { maxLength: 4 }))
   .chain(([fields, mods]) =>
     fc.tuple(...mods.map((m) => MODULE_BODY[m])).map((bodies) => ({
       ...fields,

@@ -87,7 +87,10 @@ async function checked(kind: Kind, olds: unknown, news: unknown) {
  */
 function failureProperty(f: { property: string; reason: string }): string | undefined {
   if (f.property !== "") return f.property;
-  return /^([A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w*|\[[^\]]*\])*))(?: is |: )/.exec(f.reason)?.[1];
+  // A bracketed key is JSON-quoted when it is not a word (`oauth["]"]`), so it may hold a "]".
+  return /^([A-Za-z_]\w*(?:(?:\.[A-Za-z_]\w*|\[(?:"(?:[^"\\]|\\.)*"|[^\]]*)\])*))(?: is |: )/.exec(
+    f.reason,
+  )?.[1];
 }
 
 function safe(v: unknown): string {

@@ -4,7 +4,7 @@
  * in-process.
  */
 import { storeFingerprint } from "../support/fingerprint";
-import { ERROR_CODES, type RouteModuleName } from "../../sdk/contract";
+import { ERROR_CODES, ROUTE_MODULES, type RouteModuleName } from "../../sdk/contract";
 import type { StoreTx } from "../../sdk/service/store";
 import { PgTx } from "../../sdk/service/store-postgres";
 import { SqliteStore } from "../../sdk/service/store-sqlite";
@@ -186,7 +186,8 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     ) as Array<{ id: string; edge_id: string; modules: string }>;
     const ofEdge = routeRows.filter((r) => r.edge_id === edge.id);
     expect(ofEdge.map((r) => [r.id, JSON.parse(r.modules)])).toEqual([
-      [created[0]!.json.id, { compression: { enabled: true } }],
+      // The canonical form of `compression: {}`: every default filled (the contract's parse).
+      [created[0]!.json.id, { compression: ROUTE_MODULES.compression.request.parse({}) }],
     ]);
   });
 

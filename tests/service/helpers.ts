@@ -3,6 +3,7 @@
  * ephemeral port) and in-process (`embeddedTransport`), against a database in a temp directory.
  */
 import { storeFingerprint } from "../support/fingerprint";
+import { IDP_METADATA } from "../support/request-bodies";
 import { sharedCluster } from "../support/postgres";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -10,8 +11,11 @@ import * as path from "node:path";
 import { EdgeApiError, EdgeClient } from "../../sdk/client";
 import {
   DEFAULT_COOKIE_PREFIX,
-  DEFAULT_NAMEID_FORMAT,
+  type ModuleRequest,
+  type ModuleRequestInput,
   OPERATION_ID_HEADER,
+  renderModule,
+  ROUTE_MODULES,
   type RouteModuleName,
 } from "../../sdk/contract";
 import { startServer } from "../../sdk/service/server";
@@ -263,21 +267,7 @@ let matchCounter = 0;
 /** A fresh, unique match path. */
 export const uniqueMatch = (label = "r") => `/${label}/${++matchCounter}`;
 
-export const IDP_METADATA =
-  '<?xml version="1.0" encoding="UTF-8"?>\n<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata" ' +
-  'entityID="https://idp.example.com/metadata"><md:IDPSSODescriptor protocolSupportEnumeration=' +
-  '"urn:oasis:names:tc:SAML:2.0:protocol"/></md:EntityDescriptor>';
-
-const OAUTH_EMPTY_SLOTS = {
-  github: null,
-  facebook: null,
-  microsoft: null,
-  google: null,
-  linkedin: null,
-  gitlab: null,
-  twitch: null,
-  amazon: null,
-};
+export { IDP_METADATA };
 
 /** Session fields of oauth / oidc / saml as they come back when omitted. */
 export const SESSION_DEFAULTS = {
@@ -287,124 +277,56 @@ export const SESSION_DEFAULTS = {
   maximum_duration: 0,
 };
 
+/** What a SAML module's certificate must look like (each route has its own). */
+export const CERTIFICATE_PEM = expect.stringMatching(
+  /^-----BEGIN CERTIFICATE-----\n[\s\S]+\n-----END CERTIFICATE-----\n?$/,
+) as unknown as string;
+
 /**
- * One valid request per route module, and the exact response it must produce (defaults filled in,
- * Refs built on `base`, SAML computed fields for `routeId`).
+ * The answer the contract gives for a module request: the request parsed by the module's schema
+ * (every omitted field filled with its default), rendered as a response (Refs built on `base`,
+ * SAML's computed fields for `routeId`, any certificate). Tests compare the service's answers
+ * with it, so a new defaulted field needs no test edit. It is the service's own parse and render:
+ * the shapes they produce are pinned by hand, once, in module-golden.test.ts.
+ */
+export function expectedModule(
+  name: RouteModuleName,
+  request: unknown,
+  base: string,
+  routeId: string,
+): Record<string, unknown> {
+  const config = ROUTE_MODULES[name].request.parse(request) as ModuleRequest<typeof name>;
+  return renderModule(name, config, { baseUrl: base, routeId, samlCertificatePem: CERTIFICATE_PEM });
+}
+
+/** One valid request per route module (each field's value given or defaulted on purpose). */
+export const MODULE_SAMPLE_REQUESTS: { [M in RouteModuleName]: ModuleRequestInput<M> } = {
+  backend: { backend_id: "bkd_primary1" },
+  ip_restriction: { enabled: false, ip_policy_ids: ["ipp_b", "ipp_a", "ipp_c"] },
+  circuit_breaker: { tripped_duration: 30, num_buckets: 10 },
+  compression: {},
+  request_headers: { add: { "X-Foo": "bar", "x-MiXeD-Case": "v" } },
+  response_headers: { remove: ["Server", "X-Powered-By"] },
+  webhook_verification: { provider: "GitHub", secret: "whsec_sample" },
+  oauth: { provider: { github: {} } },
+  saml: { idp_metadata: IDP_METADATA },
+  oidc: { issuer: "https://accounts.example.com", client_id: "cid", client_secret: "csecret" },
+  websocket_tcp_converter: { enabled: false },
+  user_agent_filter: { deny: ["curl/.*"] },
+  traffic_policy: { value: '{"on_http_request":[]}' },
+};
+
+/**
+ * One valid request per route module, and the response it must produce (`expectedModule`:
+ * defaults filled in, Refs built on `base`, SAML computed fields for `routeId`).
  */
 export function moduleSample(
   name: RouteModuleName,
   base: string,
   routeId: string,
 ): { request: Record<string, unknown>; response: Record<string, unknown> } {
-  switch (name) {
-    case "backend":
-      return {
-        request: { backend_id: "bkd_primary1" },
-        response: { enabled: true, backend: { id: "bkd_primary1", uri: `${base}/backends/bkd_primary1` } },
-      };
-    case "ip_restriction":
-      return {
-        request: { enabled: false, ip_policy_ids: ["ipp_b", "ipp_a", "ipp_c"] },
-        response: {
-          enabled: false,
-          ip_policies: ["ipp_b", "ipp_a", "ipp_c"].map((id) => ({ id, uri: `${base}/ip_policies/${id}` })),
-        },
-      };
-    case "circuit_breaker":
-      return {
-        request: { tripped_duration: 30, num_buckets: 10 },
-        response: {
-          enabled: true,
-          tripped_duration: 30,
-          rolling_window: 0,
-          num_buckets: 10,
-          volume_threshold: 0,
-          error_threshold_percentage: 0,
-        },
-      };
-    case "compression":
-      return { request: {}, response: { enabled: true } };
-    case "request_headers":
-      return {
-        request: { add: { "X-Foo": "bar", "x-MiXeD-Case": "v" } },
-        response: { enabled: true, add: { "X-Foo": "bar", "x-MiXeD-Case": "v" }, remove: [] },
-      };
-    case "response_headers":
-      return {
-        request: { remove: ["Server", "X-Powered-By"] },
-        response: { enabled: true, add: {}, remove: ["Server", "X-Powered-By"] },
-      };
-    case "webhook_verification":
-      return {
-        request: { provider: "GitHub", secret: "whsec_sample" },
-        response: { enabled: true, provider: "github", secret: "whsec_sample" },
-      };
-    case "oauth":
-      return {
-        request: { provider: { github: {} } },
-        response: {
-          enabled: true,
-          provider: {
-            ...OAUTH_EMPTY_SLOTS,
-            github: {
-              client_id: "",
-              client_secret: "",
-              scopes: [],
-              email_addresses: [],
-              email_domains: [],
-              teams: [],
-              organizations: [],
-            },
-          },
-          ...SESSION_DEFAULTS,
-          auth_check_interval: 0,
-        },
-      };
-    case "saml":
-      return {
-        request: { idp_metadata: IDP_METADATA },
-        response: {
-          enabled: true,
-          ...SESSION_DEFAULTS,
-          idp_metadata: IDP_METADATA,
-          force_authn: false,
-          allow_idp_initiated: false,
-          authorized_groups: [],
-          nameid_format: DEFAULT_NAMEID_FORMAT,
-          entity_id: `${base}/saml/${routeId}/metadata`,
-          metadata_url: `${base}/saml/${routeId}/metadata`,
-          assertion_consumer_service_url: `${base}/saml/${routeId}/acs`,
-          single_logout_url: `${base}/saml/${routeId}/slo`,
-          request_signing_certificate_pem: expect.stringMatching(
-            /^-----BEGIN CERTIFICATE-----\n[\s\S]+\n-----END CERTIFICATE-----\n?$/,
-          ),
-        },
-      };
-    case "oidc":
-      return {
-        request: { issuer: "https://accounts.example.com", client_id: "cid", client_secret: "csecret" },
-        response: {
-          enabled: true,
-          ...SESSION_DEFAULTS,
-          issuer: "https://accounts.example.com",
-          client_id: "cid",
-          client_secret: "csecret",
-          scopes: [],
-        },
-      };
-    case "websocket_tcp_converter":
-      return { request: { enabled: false }, response: { enabled: false } };
-    case "user_agent_filter":
-      return {
-        request: { deny: ["curl/.*"] },
-        response: { enabled: true, allow: [], deny: ["curl/.*"] },
-      };
-    case "traffic_policy":
-      return {
-        request: { value: '{"on_http_request":[]}' },
-        response: { enabled: true, value: '{"on_http_request":[]}' },
-      };
-  }
+  const request = MODULE_SAMPLE_REQUESTS[name] as Record<string, unknown>;
+  return { request, response: expectedModule(name, request, base, routeId) };
 }
 
 /** The modules a route can carry all at once (oauth and oidc exclude saml). */

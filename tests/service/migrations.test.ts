@@ -10,7 +10,7 @@ import Database from "libsql";
 import type { Route } from "../../sdk/contract";
 import { EdgeService } from "../../sdk/service/service";
 import { MIGRATIONS, SCHEMA_VERSION, SqliteStore } from "../../sdk/service/store-sqlite";
-import { IDP_METADATA, makeTempDir, removeDir } from "./helpers";
+import { expectedModule, IDP_METADATA, makeTempDir, removeDir } from "./helpers";
 
 const ctx = { baseUrl: "http://edge.test" };
 
@@ -126,7 +126,7 @@ describe("schema migrations", () => {
     await service.deleteModule(edgeId, expected.a.id, "backend");
     const a = await service.getRoute(edgeId, expected.a.id, ctx);
     expect([a.compression, a.backend, a.circuit_breaker]).toEqual([
-      { enabled: false },
+      expectedModule("compression", { enabled: false }, ctx.baseUrl, a.id),
       null,
       expected.a.circuit_breaker,
     ]);

@@ -15,7 +15,7 @@ import { routeSchema, tlsEdgeSchema } from "../../sdk/contract";
 import { startServer, type RunningServer } from "../../sdk/service/server";
 import { httpTransport } from "../../sdk/transport";
 import { sharedCluster } from "../support/postgres";
-import { makeTempDir, removeDir } from "./helpers";
+import { expectedModule, makeTempDir, removeDir } from "./helpers";
 
 /** Each module as an earlier schema stored it: no `enabled`, and other defaulted fields left out. */
 const OLD_MODULES = {
@@ -168,9 +168,12 @@ describe.each<[string, () => Promise<Place>]>([
     const edge = (await getJson(server!, `/edges/https/${edgeId}`)) as { routes: Array<{ id: string }> };
     const listed = edge.routes.find((r) => r.id === oldRouteId);
     expect(listed).toEqual(await getJson(server!, `/edges/https/${edgeId}/routes/${oldRouteId}`));
-    expect(await getJson(server!, `/edges/https/${edgeId}/routes/${oldRouteId}/compression`)).toEqual({
-      enabled: true,
-    });
+    // The old row reads back as the contract's canonical form of what it held (defaults filled).
+    const compression = await getJson(server!, `/edges/https/${edgeId}/routes/${oldRouteId}/compression`);
+    expect(compression).toEqual(
+      expectedModule("compression", OLD_MODULES.compression, server!.url, oldRouteId),
+    );
+    expect(compression).toMatchObject({ enabled: true });
   });
 
   test("an old TLS edge's IP restriction answers with its default", async () => {

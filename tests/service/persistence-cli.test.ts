@@ -112,7 +112,10 @@ describe("standalone CLI server and in-process embedded transport on one data di
       backend: { backend_id: "b1" },
     });
     const seen = await viaCli.getRoute(edge.id, route.id);
-    expect(seen.backend).toEqual({ enabled: true, backend: { id: "b1", uri: `${cli.url}/backends/b1` } });
+    expect(seen.backend).toMatchObject({
+      enabled: true,
+      backend: { id: "b1", uri: `${cli.url}/backends/b1` },
+    });
     expect(route.backend!.backend.uri).toBe(`${viaEmbedded.transport.baseUrl}/backends/b1`);
 
     await viaCli.updateRoute(edge.id, route.id, { description: "patched by cli" });

@@ -7,6 +7,7 @@ import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, OPERATION_ID_HEADER } from "../../sdk/contract";
 import {
   expectApiError,
+  expectedModule,
   expectErrorBody,
   expectRejected,
   fillIds,
@@ -956,7 +957,7 @@ describe.each(FIXTURES)("edge API resources %s", (_name, makeFixture) => {
     it("the route is still intact after all the rejected requests", async () => {
       const route = await fx.client.getRoute(edgeId, routeId);
       expect(route.description).toBe("keep");
-      expect(route.compression).toEqual({ enabled: true });
+      expect(route.compression).toEqual(expectedModule("compression", {}, fx.baseUrl, routeId));
       expect((await fx.client.getTlsEdge(tlsId)).ip_restriction).toBeNull();
     });
 
