@@ -18,7 +18,7 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
-import { clearInterval, setInterval } from "node:timers";
+import { cpuOfTree } from "./lib/proc-cpu.mjs";
 
 const [checkout, command, routesArg, ...rest] = process.argv.slice(2);
 if (!checkout || !command) {
@@ -32,7 +32,6 @@ const routes = Number(routesArg ?? 500);
 const profileDir = rest[0] === "--profile" ? path.resolve(rest[1]) : undefined;
 const require = createRequire(path.join(root, "package.json"));
 const engine = require("./scripts/engine.js");
-const TICKS = 100; // USER_HZ on Linux
 
 const workDir = path.join(root, "bench", "tmp", `preview-cpu-n${routes}`);
 const pluginDir = path.join(workDir, "plugin");
@@ -82,32 +81,6 @@ function env(extra = {}) {
   };
 }
 
-function readStat(pid) {
-  try {
-    const s = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    const close = s.lastIndexOf(")");
-    const comm = s.slice(s.indexOf("(") + 1, close);
-    const f = s.slice(close + 2).split(" ");
-    return { comm, ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / TICKS };
-  } catch {
-    return undefined;
-  }
-}
-function cmdline(pid) {
-  try {
-    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
-  } catch {
-    return "";
-  }
-}
-function classify(comm, cmd) {
-  if (comm === "pulumi") return "engine";
-  if (comm.startsWith("pulumi-languag")) return "languageHost";
-  if (cmd.includes("provider/plugin/index.js")) return "plugin";
-  if (comm === "node" || comm.startsWith("node")) return "program";
-  return "other";
-}
-
 /** Runs the CLI with `args`, sampling the CPU of its process tree. */
 function run(args, extraEnv = {}) {
   return new Promise((resolve, reject) => {
@@ -120,31 +93,11 @@ function run(args, extraEnv = {}) {
     let out = "";
     child.stdout.on("data", (d) => (out += d));
     child.stderr.on("data", (d) => (out += d));
-    const known = new Map([[child.pid, { cls: "engine", cpu: 0 }]]);
-    const sample = () => {
-      for (const name of fs.readdirSync("/proc")) {
-        if (!/^\d+$/.test(name)) continue;
-        const pid = Number(name);
-        const st = readStat(pid);
-        if (!st) continue;
-        const k = known.get(pid);
-        if (k) {
-          k.cpu = Math.max(k.cpu, st.cpu);
-          if (k.cls === "program" || k.cls === "other") k.cls = classify(st.comm, cmdline(pid)); // after exec
-        } else if (known.has(st.ppid)) {
-          known.set(pid, { cls: classify(st.comm, cmdline(pid)), cpu: st.cpu });
-        }
-      }
-    };
-    const timer = setInterval(sample, 50);
+    const sampled = cpuOfTree(child, { rootClass: "engine" });
     child.on("error", reject);
-    child.on("exit", (code) => {
-      clearInterval(timer);
+    child.on("exit", async (code) => {
       const wall = (performance.now() - t0) / 1000;
-      const cpu = { engine: 0, languageHost: 0, program: 0, plugin: 0, other: 0 };
-      for (const { cls, cpu: c } of known.values()) cpu[cls] += c;
-      for (const k of Object.keys(cpu)) cpu[k] = Math.round(cpu[k] * 100) / 100;
-      const total = Math.round(Object.values(cpu).reduce((a, b) => a + b, 0) * 100) / 100;
+      const { total, ...cpu } = await sampled;
       if (code !== 0)
         return reject(new Error(`pulumi ${args.join(" ")} exited ${code}:\n${out.slice(-3000)}`));
       resolve({ wall: Math.round(wall * 100) / 100, total, ...cpu, out });
