@@ -25,6 +25,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, normalize } from "node:path";
 import { quiet } from "../engine/support/harness";
+import { runCommand } from "../support/command";
 import { pythonHostProblem } from "./support/python";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -341,7 +342,6 @@ func main() {
 \t})
 }
 `;
-import { runCommand } from "../support/command";
 
 const goHost = host("go");
 (goHost ? test : test.skip)(
