@@ -140,7 +140,12 @@ function record() {
   const heading = new RegExp(String.raw`\n## \[${version.replace(/\./g, "\\.")}\] - (\d{4}-\d{2}-\d{2})\n`);
   const date = heading.exec(fs.readFileSync(path.join(ROOT, "CHANGELOG.md"), "utf8"))?.[1];
   if (!date) throw new Error(`CHANGELOG.md has no \`## [${version}] - YYYY-MM-DD\` heading`);
-  const entries = [{ version, commit, date }, ...releases].map((r) => `  ${JSON.stringify(r)}`);
+  // One release a line, as prettier writes it (the file is checked by `prettier --check`).
+  const line = (r) =>
+    `{ ${Object.entries(r)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${JSON.stringify(v)}`)
+      .join(", ")} }`;
+  const entries = [{ version, commit, date }, ...releases].map((r) => `  ${line(r)}`);
   fs.writeFileSync(file, `[\n${entries.join(",\n")}\n]\n`);
   console.log(`releases.json: ${version} at ${commit} (${date}). Commit it.`);
 }
