@@ -1,15 +1,15 @@
 # The edge service as a container image, built from the release archive that `npm pack` writes
 # (edge-service-v<version>-linux-<arch>.tar.gz: one bundled program and SQLite for that platform;
 # see docs/guide.md, "Publishing a release"). The build context is the directory holding it:
-#   docker build -f Dockerfile --build-arg VERSION=0.1.0 -t edge-service:0.1.0 <pack destination>
+#   docker build -f Dockerfile --build-arg VERSION=0.2.0 -t edge-service:0.2.0 <pack destination>
 #   docker buildx build --platform linux/amd64,linux/arm64 ...   (one archive per architecture)
-#   docker run -e EDGE_API_KEY=... -v edge-data:/data -p 8080:8080 edge-service:0.1.0
+#   docker run -e EDGE_API_KEY=... -v edge-data:/data -p 8080:8080 edge-service:0.2.0
 # It listens on all interfaces, so it needs an API key (EDGE_API_KEY, or a named admin key made
 # with `edge-service keys create`); EDGE_SECRETS_KEY seals secrets at rest; EDGE_DATABASE_URL
 # (postgres://...) instead of /data for replicas on PostgreSQL.
 FROM node:22-slim
 
-ARG VERSION=0.1.0
+ARG VERSION=0.2.0
 # Set by buildx (amd64, arm64): the archive of the image's own platform.
 ARG TARGETARCH
 # ADD unpacks a local tar.gz: /opt/edge-service/{edge-service,edge-service.js,node_modules}.
