@@ -25,7 +25,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join, normalize } from "node:path";
 import { quiet } from "../engine/support/harness";
-import { runCommand } from "../support/command";
+import { runCommand as run, venvWithWheel } from "../support/command";
 import { pythonHostProblem } from "./support/python";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -53,8 +53,6 @@ function host(language: string): string | undefined {
     .map((dir) => join(dir, name))
     .find((file) => existsSync(file));
 }
-
-const run = runCommand;
 
 /**
  * The engine's environment with an empty PULUMI_HOME of its own, plugin acquisition on, and a
@@ -263,19 +261,10 @@ const pythonProblem = pythonHostProblem();
     const program = join(base, "python-program");
     mkdirSync(program);
     const venv = join(program, "venv");
-    await run("python3", ["-m", "venv", venv], program);
-    await run(
-      join(venv, "bin/python"),
-      [
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        `pulumi==${engine.PULUMI_VERSION}`,
-        join(base, "sdk", "python", `pulumi_edge-${VERSION}-py3-none-any.whl`),
-      ],
-      program,
+    await venvWithWheel(
+      venv,
+      join(base, "sdk", "python", `pulumi_edge-${VERSION}-py3-none-any.whl`),
+      engine.PULUMI_VERSION,
     );
     writeFileSync(join(program, "__main__.py"), PYTHON_PROGRAM);
     const project = "name: acquire-python\nruntime: python\n";

@@ -20,7 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { quiet } from "../engine/support/harness";
-import { runCommand } from "../support/command";
+import { runCommand as run, venvWithWheel } from "../support/command";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
@@ -166,27 +166,12 @@ export const route = new edge.HttpsEdgeRoute("api", { edgeId: web.id, matchType:
 
 const VERSION = (require("../../package.json") as { version: string }).version;
 
-const run = runCommand;
-
 test("beside the tarball: the Python SDK's wheel, which pip installs from the file into a virtualenv of its own", async () => {
   const wheel = join(base, `pulumi_edge-${VERSION}-py3-none-any.whl`);
   expect(existsSync(wheel)).toBe(true);
   const venv = join(base, "venv");
-  await run("python3", ["-m", "venv", venv], base);
   // As the guide says: the wheel and the Pulumi SDK at the engine's version, nothing else named.
-  await run(
-    join(venv, "bin/python"),
-    [
-      "-m",
-      "pip",
-      "install",
-      "--quiet",
-      "--disable-pip-version-check",
-      `pulumi==${engine.PULUMI_VERSION}`,
-      wheel,
-    ],
-    base,
-  );
+  await venvWithWheel(venv, wheel, engine.PULUMI_VERSION);
   const out = await run(
     join(venv, "bin/python"),
     [

@@ -1,5 +1,6 @@
 /** Running a command as a user would, for tests that drive installers (npm, pip, go, pulumi plugin). */
 import { execFile } from "node:child_process";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
 /**
@@ -25,4 +26,20 @@ export async function runCommand(
     const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
     throw new Error(`${cmd} ${args.join(" ")} failed in ${cwd}:\n${stdout}\n${stderr}`);
   }
+}
+
+/**
+ * A virtualenv in `venv` holding what the guide tells a Python user to install: the Pulumi SDK at
+ * the engine's version and the pulumi-edge wheel, nothing else named. Its python's path.
+ */
+export async function venvWithWheel(venv: string, wheel: string, pulumiVersion: string): Promise<string> {
+  const cwd = dirname(venv);
+  await runCommand("python3", ["-m", "venv", venv], cwd);
+  const python = join(venv, "bin/python");
+  await runCommand(
+    python,
+    ["-m", "pip", "install", "--quiet", "--disable-pip-version-check", `pulumi==${pulumiVersion}`, wheel],
+    cwd,
+  );
+  return python;
 }
