@@ -88,10 +88,10 @@ let cpuSeconds;
 async function openStore(b, kind, cluster) {
   if (kind === "sqlite") {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "edge-audit-cost-"));
-    const store = b.SqliteStore.open(dir);
+    const store = b.SqliteStore.open(dir, { auditIndexEveryMs: 0 });
     return { store, done: () => fs.rmSync(dir, { recursive: true, force: true }), serverCpu: () => 0 };
   }
-  const store = await b.PostgresStore.open(cluster.createDatabase(), { poolSize: 2 });
+  const store = await b.PostgresStore.open(cluster.createDatabase(), { poolSize: 2, auditIndexEveryMs: 0 });
   const serverCpu = () => cluster.pids().reduce((s, pid) => s + cpuSeconds(pid) * 1e6, 0);
   return { store, done: () => undefined, serverCpu };
 }
@@ -120,7 +120,7 @@ async function runRound(kind, cluster) {
         const r = await call(app, "POST", routes, routeBody(i, "warm"));
         await call(app, "PATCH", `${routes}/${r.id}`, { description: `w${i}` });
       }
-      Object.assign(v, { app, routes, ids: [], serverCpu: s.serverCpu });
+      Object.assign(v, { app, routes, ids: [], serverCpu: s.serverCpu, store: s.store });
     }
     const out = Object.fromEntries(
       VARIANTS.map((v) => [v.name, { post: 0, patch: 0, blocks: { post: [], patch: [] } }]),
@@ -136,6 +136,10 @@ async function runRound(kind, cluster) {
             if (op === "post") v.ids.push((await call(v.app, "POST", v.routes, routeBody(i))).id);
             else await call(v.app, "PATCH", `${v.routes}/${v.ids[i]}`, { description: `d${i}` });
           }
+          // The index by object (a build that has one) catches up on the block's events here, so
+          // that its cost is counted in the block's, as the background task's would be.
+          if (v.store.indexAuditEvents && !process.env.NOINDEX)
+            while ((await v.store.indexAuditEvents(2000)) === 2000);
           const used = cpuMicros() - c0 + (v.serverCpu() - s0);
           out[v.name][op] += used / N;
           out[v.name].blocks[op].push(used);

@@ -24,7 +24,7 @@ import {
   type QueryOf,
   ROUTE_MODULE_NAMES,
 } from "../contract";
-import { AuditPruner } from "./audit";
+import { startAuditPruner } from "./audit";
 import { type EdgeContext, type Env, errorAnswer, errorResponse, operationId, respond } from "./context";
 import { ApiError } from "./errors";
 import { type LogFormat, serviceLog } from "./log";
@@ -198,12 +198,12 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const metrics = opts.metrics ? newMetrics(opts.store) : undefined;
   const service = new EdgeService(opts.store, metrics && ((n) => metrics.auditWritten(n)));
   if (opts.auditRetentionMs !== undefined) {
-    new AuditPruner(
+    startAuditPruner(
       opts.store,
       opts.auditRetentionMs,
       (n) => metrics?.auditPruned(n),
       (e) => log?.event("warn", `audit retention: pruning failed (${String(e)}); retried at the next round`),
-    ).start();
+    );
   }
   const cache = new ResponseCache(
     () => opts.store.changeCounter(),

@@ -14,7 +14,7 @@ import {
   type AuditObjectKind,
   auditEventSchema,
 } from "../contract";
-import type { AuditFilter, AuditRecord } from "./store";
+import type { AuditRecord } from "./store";
 
 /** An event as the store writes it (its id and seq are the store's). */
 export type { AuditRecord };
@@ -94,33 +94,38 @@ export function auditRecord(
 
 /** Events deleted per statement: small, so a prune never holds the database for long. */
 export const PRUNE_BATCH = 500;
-/** Batches per round at most (the next round takes the rest). */
-const PRUNE_BATCHES_PER_ROUND = 200;
+/** Events indexed per statement (sorted inserts into two small b-trees: a few ms). */
+export const INDEX_BATCH = 2000;
+/** How often the object index catches up (see auditObjectIndex): the tail a lookup scans is about this long. */
+export const INDEX_EVERY_MS = 1000;
 
-export interface AuditPruneTarget {
+/** What the background tasks ask of a store (both stores implement it). */
+export interface AuditMaintenanceTarget {
   /** Deletes up to `limit` of the oldest events older than `before` (RFC 3339); how many it deleted. */
   pruneAuditEvents(before: string, limit: number): Promise<number>;
+  /** Adds up to `limit` events to the index by object, the oldest not in it first; how many it added. */
+  indexAuditEvents(limit: number): Promise<number>;
 }
 
 /**
- * Deletes the events older than the retention, in the background: a round every
- * `min(retention / 4, 60 s)` (at least 1 s), each a series of small batches with the event loop
- * given back to requests between them. The timer never holds the process open.
+ * A background task done in rounds: each round calls `batch` until it does less than `full`
+ * (at most `maxBatches`), giving the event loop back to requests between batches. The timer never
+ * holds the process open; a round never overlaps the previous one.
  */
-export class AuditPruner {
+export class BatchRounds {
   private timer?: NodeJS.Timeout;
   private running = false;
 
   constructor(
-    private readonly store: AuditPruneTarget,
-    private readonly retentionMs: number,
-    private readonly onPruned: (n: number) => void = () => undefined,
+    private readonly batch: () => Promise<number>,
+    private readonly full: number,
+    private readonly maxBatches: number,
+    private readonly onBatch: (n: number) => void = () => undefined,
     private readonly onError: (e: unknown) => void = () => undefined,
   ) {}
 
-  start(): this {
-    const every = Math.max(1000, Math.min(60_000, Math.floor(this.retentionMs / 4)));
-    this.timer = setInterval(() => void this.round(), every);
+  start(everyMs: number): this {
+    this.timer = setInterval(() => void this.round(), everyMs);
     this.timer.unref();
     return this;
   }
@@ -129,18 +134,17 @@ export class AuditPruner {
     clearInterval(this.timer);
   }
 
-  /** One round: batches until fewer than a batch is left (bounded). */
+  /** One round: batches until fewer than a full one is done (bounded); how many rows in all. */
   async round(): Promise<number> {
     if (this.running) return 0;
     this.running = true;
     let total = 0;
     try {
-      const before = new Date(Date.now() - this.retentionMs).toISOString();
-      for (let i = 0; i < PRUNE_BATCHES_PER_ROUND; i++) {
-        const n = await this.store.pruneAuditEvents(before, PRUNE_BATCH);
+      for (let i = 0; i < this.maxBatches; i++) {
+        const n = await this.batch();
         total += n;
-        if (n > 0) this.onPruned(n);
-        if (n < PRUNE_BATCH) break;
+        if (n > 0) this.onBatch(n);
+        if (n < this.full) break;
         await yieldToRequests();
       }
     } catch (e) {
@@ -152,20 +156,47 @@ export class AuditPruner {
   }
 }
 
-// ---------------------------------------------------------------- the table, on both stores
+/**
+ * Deletes the events older than the retention (and their rows of the object index), in the
+ * background: a round every `min(retention / 4, 60 s)` (at least 1 s), each a series of small
+ * batches, the oldest first.
+ */
+export function startAuditPruner(
+  store: AuditMaintenanceTarget,
+  retentionMs: number,
+  onPruned?: (n: number) => void,
+  onError?: (e: unknown) => void,
+): BatchRounds {
+  const rounds = new BatchRounds(
+    () => store.pruneAuditEvents(new Date(Date.now() - retentionMs).toISOString(), PRUNE_BATCH),
+    PRUNE_BATCH,
+    200,
+    onPruned,
+    onError,
+  );
+  return rounds.start(Math.max(1000, Math.min(60_000, Math.floor(retentionMs / 4))));
+}
+
+/** Keeps the index by object caught up (see auditObjectIndex): a round every INDEX_EVERY_MS. */
+export function auditIndexer(store: AuditMaintenanceTarget, onError?: (e: unknown) => void): BatchRounds {
+  return new BatchRounds(() => store.indexAuditEvents(INDEX_BATCH), INDEX_BATCH, 50, undefined, onError);
+}
+
+// ---------------------------------------------------------------- the tables, on both stores
 
 /**
- * One index only, by object (what a refresh's attribution asks): each index is pages more per
- * write; with indexes by key and by time too, an event cost a POST 1.5× its CPU (BENCHMARKS.md,
- * "Audit trail"). Pruning walks the oldest seqs instead (see AUDIT_PRUNE), and a `key` filter
- * scans newest first.
- *
- * The audit table, one statement for both stores (the seq column's type is each store's: SQLite's
- * AUTOINCREMENT never reuses a pruned id, PostgreSQL's BIGSERIAL neither). A migration of its own
- * on each store, self-contained, so it can be renumbered after another one.
+ * The audit table as schema 6 (SQLite) and 4 (PostgreSQL) made it: one statement for both stores
+ * (the seq column's type is each store's: SQLite's AUTOINCREMENT never reuses a pruned id,
+ * PostgreSQL's BIGSERIAL neither). Its index by object is dropped by the next migration
+ * (auditObjectIndex). A migration of its own on each store, self-contained. Never edit it.
  */
 export function auditTable(seq: string): string {
-  return `CREATE TABLE audit_events (
+  return `${auditEventsTable("audit_events", seq)}
+   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);`;
+}
+
+function auditEventsTable(name: string, seq: string): string {
+  return `CREATE TABLE ${name} (
      seq ${seq},
      time TEXT NOT NULL,
      operation TEXT NOT NULL,
@@ -176,68 +207,37 @@ export function auditTable(seq: string): string {
      request_id TEXT,
      changes TEXT NOT NULL,
      truncated INTEGER NOT NULL
-   );
-   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);`;
+   );`;
 }
 
 /**
- * Deletes the oldest events past the retention, a bounded batch: the `limit` lowest seqs, those
- * of them older than the cutoff (seq follows time, so the old ones are the lowest; a batch never
- * scans more than `limit` rows, with or without anything to delete). Placeholders: cutoff, limit.
+ * The index by object (what a refresh's attribution asks: one object's events), moved off the
+ * request path. A secondary index on the audit table cost every write a random leaf page of its
+ * own (+10 to +22 % CPU per route POST or PATCH on SQLite: BENCHMARKS.md, "Audit trail"); the
+ * table alone, appended in seq order, costs a few percent. So the object's events are found
+ * through `audit_by_object` (seq → object), filled in batches in the background (AuditIndexer),
+ * plus a scan of the events after the last one it holds: the tail the indexer has not reached,
+ * seconds of writes, found by the table's own key. A lookup is complete whether the indexer ran
+ * or not; it only gets slower the longer the tail.
+ *
+ * Keyed by seq, so that pruning deletes its oldest rows by range like the events'. It holds
+ * nothing a dump carries (DATA_TABLES): a loaded store starts it empty and the indexer rebuilds it.
  */
-export const auditPruneStatement = (cutoff: string, limit: string) =>
-  `DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events ORDER BY seq LIMIT ${limit}) AND time < ${cutoff}`;
-
-/** The columns of an insert, in order, with their values. */
-export const AUDIT_INSERT_COLUMNS =
-  "time, operation, object_kind, object_id, edge_id, key_name, request_id, changes, truncated";
-export const auditInsertValues = (e: AuditRecord): Array<string | number | null> => [
-  e.time,
-  e.operation,
-  e.object_kind,
-  e.object_id,
-  e.edge_id,
-  e.key,
-  e.request_id,
-  JSON.stringify(e.changes),
-  e.truncated ? 1 : 0,
-];
-
-/**
- * The statement of a page of the trail: its text (the placeholders each store's, `?` or `$n`), a
- * name that differs when the text does (PostgreSQL prepares each once per connection), the values.
- */
-export function auditListQuery(
-  f: AuditFilter,
-  placeholder: (n: number) => string,
-): { name: string; text: string; values: Array<string | number> } {
-  const where: string[] = [];
-  const values: Array<string | number> = [];
-  const add = (sql: string, value: string | number) => {
-    values.push(value);
-    where.push(sql.replace("?", placeholder(values.length)));
-  };
-  let name = "audit_list";
-  if (f.objectId !== undefined) {
-    add("object_id = ?", f.objectId);
-    name += "_o";
-  }
-  if (f.key !== undefined) {
-    add("key_name = ?", f.key);
-    name += "_k";
-  }
-  if (f.since !== undefined) {
-    // Stored times are toISOString's: the filter compares as text in the same form.
-    add("time >= ?", new Date(f.since).toISOString());
-    name += "_s";
-  }
-  add("seq < ?", f.beforeSeq ?? Number.MAX_SAFE_INTEGER);
-  values.push(f.limit);
-  return {
-    name,
-    text: `SELECT * FROM audit_events WHERE ${where.join(" AND ")} ORDER BY seq DESC LIMIT ${placeholder(values.length)}`,
-    values,
-  };
+export function auditObjectIndex(store: "sqlite" | "postgres"): string {
+  const index = `CREATE TABLE audit_by_object (
+     seq ${store === "sqlite" ? "INTEGER" : "BIGINT"} PRIMARY KEY,
+     object_id TEXT NOT NULL
+   );
+   CREATE INDEX audit_by_object_id ON audit_by_object (object_id, seq);`;
+  if (store === "postgres") return `DROP INDEX audit_events_by_object;\n   ${index}`;
+  // SQLite: the table rebuilt on the plain rowid. AUTOINCREMENT wrote its counter's page of
+  // sqlite_sequence at every commit; the rowid is max + 1, so a seq is never reused as long as the
+  // newest event stays, which pruning keeps (SQL.auditPrune). Dropping the old table drops its index.
+  return `${auditEventsTable("audit_events_v2", "INTEGER PRIMARY KEY")}
+   INSERT INTO audit_events_v2 SELECT * FROM audit_events;
+   DROP TABLE audit_events;
+   ALTER TABLE audit_events_v2 RENAME TO audit_events;
+   ${index}`;
 }
 
 /** A row of the audit table → the event on the wire (checked against the contract: a broken row is an error). */

@@ -223,7 +223,7 @@ export class ServiceMetrics {
     this.auditEventsWritten += n;
   }
 
-  /** Audit events deleted past the retention (see AuditPruner). */
+  /** Audit events deleted past the retention (see startAuditPruner). */
   auditPruned(n: number): void {
     this.auditEventsPruned += n;
   }

@@ -7,7 +7,7 @@ import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
 import { encodeJson, encodeModules, encodeSamlPrivateKey, type Raw } from "./rows";
 import type { Secrets } from "./secrets";
-import { SQL } from "./statements";
+import { auditInsertValues, auditList, SQL } from "./statements";
 import type {
   AuditFilter,
   CreatedObject,
@@ -43,8 +43,6 @@ export abstract class SqlTx implements StoreTx {
   protected abstract locking(): boolean;
 
   abstract lockCreateKey(key: string): Promise<void>;
-  abstract insertAuditEvent(e: AuditRecord): Promise<void>;
-  abstract listAuditEvents(f: AuditFilter): Promise<AuditEvent[]>;
 
   /**
    * The rows of `st`, decoded. Not `async`: on SQLite the rows are there at once, and the answer
@@ -194,5 +192,16 @@ export abstract class SqlTx implements StoreTx {
 
   findCreated(key: string): Promise<CreatedObject | undefined> {
     return this.first(SQL.findCreated, [key]);
+  }
+
+  // ------------------------------------------------------------------ audit trail (./audit)
+
+  async insertAuditEvent(e: AuditRecord): Promise<void> {
+    await this.changes(SQL.auditInsert, auditInsertValues(e));
+  }
+
+  listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {
+    const { st, args } = auditList(f);
+    return this.query(st, args);
   }
 }

@@ -19,6 +19,8 @@
  * What stays per store: each one's migrations (the column types differ), transaction control,
  * PostgreSQL's advisory locks and snapshots, SQLite's pragmas, dump/load (built per table).
  */
+import type { AuditEvent } from "../contract";
+import { type AuditRecord, auditEventOf } from "./audit";
 import { type Secrets } from "./secrets";
 import {
   apiKeyRow,
@@ -33,6 +35,7 @@ import {
 } from "./rows";
 import type {
   ApiKeyRow,
+  AuditFilter,
   CreatedObject,
   Dialect,
   EdgeRow,
@@ -85,6 +88,22 @@ function statement<Row = Raw>(
 }
 
 const CREATE_MARK = "create_key, create_request";
+
+/** The highest seq the index by object holds (0 when empty): the tail after it is scanned. */
+const INDEXED_UP_TO = "SELECT COALESCE(max(seq), 0) FROM audit_by_object";
+
+/** The audit table's columns an insert writes, in the order of auditInsertValues. */
+const AUDIT_COLUMNS = [
+  "time",
+  "operation",
+  "object_kind",
+  "object_id",
+  "edge_id",
+  "key_name",
+  "request_id",
+  "changes",
+  "truncated",
+] as const;
 
 /** Every statement of the data paths, by what it does. */
 export const SQL = {
@@ -180,6 +199,46 @@ export const SQL = {
     "UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
   ),
 
+  // ---------------------------------------------------------------- audit trail (./audit)
+  auditInsert: statement(
+    "audit_insert",
+    `INSERT INTO audit_events (${AUDIT_COLUMNS.join(", ")}) VALUES (${AUDIT_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`,
+  ),
+  /**
+   * Up to $2 events into the index by object, the lowest seqs after the last it holds, none
+   * above $1 (on PostgreSQL, the highest seq known to be settled: see indexAuditEvents there).
+   * What the index holds stays a prefix of the trail: every event up to its highest seq.
+   */
+  auditIndex: statement(
+    "audit_index",
+    `INSERT INTO audit_by_object (seq, object_id)
+  SELECT seq, object_id FROM audit_events WHERE seq > (${INDEXED_UP_TO}) AND seq <= $1 ORDER BY seq LIMIT $2
+  ON CONFLICT (seq) DO NOTHING`,
+  ),
+  /** Whether any event is not in the index by object yet (read first: an idle round writes nothing). */
+  auditUnindexed: statement<boolean>(
+    "audit_unindexed",
+    `SELECT count(*) AS n FROM (SELECT 1 FROM audit_events WHERE seq > (${INDEXED_UP_TO}) LIMIT 1) AS t`,
+    { row: (raw) => Number(Reflect.get(raw, "n")) > 0 },
+  ),
+  /**
+   * Deletes the oldest events past the retention, a bounded batch: the $2 lowest seqs, those of
+   * them older than $1 (seq follows time, so the old ones are the lowest; a batch never scans more
+   * than $2 rows, with or without anything to delete). The newest event always stays: SQLite
+   * numbers the next one max + 1, so the trail's seqs (its ids) never go back.
+   */
+  auditPrune: statement(
+    "audit_prune",
+    `DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events ORDER BY seq LIMIT $2) AND time < $1
+  AND seq < (SELECT max(seq) FROM audit_events)`,
+  ),
+  /** Then the index's rows below the oldest event left, a bounded batch of $1. */
+  auditPruneIndex: statement(
+    "audit_prune_index",
+    `DELETE FROM audit_by_object WHERE seq IN (SELECT seq FROM audit_by_object ORDER BY seq LIMIT $1)
+  AND seq < (SELECT COALESCE(min(seq), ${Number.MAX_SAFE_INTEGER}) FROM audit_events)`,
+  ),
+
   // ---------------------------------------------------------------- metadata and secrets
   metaGet: statement<string>("meta_get", "SELECT value FROM meta WHERE key = $1", { row: textValue }),
   metaSet: statement(
@@ -205,3 +264,64 @@ export const SQL = {
     "UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2",
   ),
 } as const;
+
+/** An event's values for SQL.auditInsert. */
+export const auditInsertValues = (e: AuditRecord): SqlValue[] => [
+  e.time,
+  e.operation,
+  e.object_kind,
+  e.object_id,
+  e.edge_id,
+  e.key,
+  e.request_id,
+  JSON.stringify(e.changes),
+  e.truncated ? 1 : 0,
+];
+
+/** The list statements, one per combination of filters (PostgreSQL prepares each once per connection). */
+const auditLists = new Map<string, Statement<AuditEvent>>();
+
+/**
+ * A page of the trail, newest first: the statement for the filters given, and its values.
+ * By object: the events the index by object has, and those of the tail after it (see
+ * auditObjectIndex in ./audit), merged in seq order; by key or time alone, a scan newest first.
+ */
+export function auditList(f: AuditFilter): { st: Statement<AuditEvent>; args: SqlValue[] } {
+  const args: SqlValue[] = [];
+  const param = (value: SqlValue) => {
+    args.push(value);
+    return `$${args.length}`;
+  };
+  const before = param(f.beforeSeq ?? Number.MAX_SAFE_INTEGER);
+  const where: string[] = [];
+  let name = "audit_list";
+  let from = "audit_events";
+  if (f.objectId !== undefined) {
+    const object = param(f.objectId);
+    from = `(SELECT e.* FROM audit_by_object i JOIN audit_events e ON e.seq = i.seq
+    WHERE i.object_id = ${object} AND i.seq < ${before}
+  UNION ALL
+  SELECT * FROM audit_events
+    WHERE seq > (${INDEXED_UP_TO}) AND object_id = ${object} AND seq < ${before}) AS t`;
+    name += "_o";
+  } else where.push(`seq < ${before}`);
+  if (f.key !== undefined) {
+    where.push(`key_name = ${param(f.key)}`);
+    name += "_k";
+  }
+  // Stored times are toISOString's: the filter compares as text in the same form.
+  if (f.since !== undefined) {
+    where.push(`time >= ${param(new Date(f.since).toISOString())}`);
+    name += "_s";
+  }
+  const limit = param(f.limit);
+  let st = auditLists.get(name);
+  if (st === undefined) {
+    const filter = where.length > 0 ? ` WHERE ${where.join(" AND ")}` : "";
+    st = statement<AuditEvent>(name, `SELECT * FROM ${from}${filter} ORDER BY seq DESC LIMIT ${limit}`, {
+      row: auditEventOf,
+    });
+    auditLists.set(name, st);
+  }
+  return { st, args };
+}

@@ -20,19 +20,17 @@
 import pg from "pg";
 import { SqlTx } from "./sql-tx";
 import { SQL } from "./statements";
-import { type AuditEvent, errorField, errorMessage } from "../contract";
+import { errorField, errorMessage } from "../contract";
 import {
-  AUDIT_INSERT_COLUMNS,
-  auditEventOf,
-  auditInsertValues,
-  auditListQuery,
-  auditPruneStatement,
   type AuditRecord,
+  auditIndexer,
+  auditObjectIndex,
   auditTable,
+  type BatchRounds,
+  INDEX_EVERY_MS,
 } from "./audit";
 import {
   API_KEYS_TABLE,
-  type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
   type PoolStats,
@@ -129,6 +127,8 @@ const PG_MIGRATIONS: readonly string[] = [
   API_KEYS_TABLE,
   // The audit trail (GET /audit_events), as in SQLite's schema 6.
   auditTable("BIGSERIAL PRIMARY KEY"),
+  // Its index by object, off the request path, as in SQLite's schema 7.
+  auditObjectIndex("postgres"),
 ];
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
@@ -174,6 +174,8 @@ export interface PostgresStoreOptions {
   log?: (line: string) => void;
   /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
   secrets?: Secrets;
+  /** How often the audit trail's index by object catches up (see ./audit); 0: never (lookups scan). */
+  auditIndexEveryMs?: number;
 }
 
 type Value = string | number | Buffer | null;
@@ -289,19 +291,6 @@ export class PgTx extends SqlTx implements StoreTx {
       key,
     ]);
   }
-
-  async insertAuditEvent(e: AuditRecord): Promise<void> {
-    await this.q(
-      "audit_insert",
-      `INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      auditInsertValues(e),
-    );
-  }
-
-  async listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {
-    const q = auditListQuery(f, (n) => `$${n}`);
-    return (await this.q(q.name, q.text, q.values)).map(auditEventOf);
-  }
 }
 
 export class PostgresStore implements Store {
@@ -311,6 +300,10 @@ export class PostgresStore implements Store {
   private readonly poolMax: number;
   /** The change-counter query in flight, and the one queued behind it (see changeCounter). */
   private counterNow?: Promise<string>;
+  /** The index by object's next bound, and the seq it holds every settled event through (see indexAuditEvents). */
+  private indexBound?: { seq: number; snapshot: string };
+  private indexedThrough = 0;
+  private indexer?: BatchRounds;
   private counterNext?: Promise<string>;
 
   private constructor(
@@ -355,6 +348,12 @@ export class PostgresStore implements Store {
         );
       }
       throw err;
+    }
+    const every = opts.auditIndexEveryMs ?? INDEX_EVERY_MS;
+    if (every > 0) {
+      store.indexer = auditIndexer(store, (e) =>
+        opts.log?.(`audit trail: indexing by object failed (${errorMessage(e)}); retried at the next round`),
+      ).start(every);
     }
     return store;
   }
@@ -701,13 +700,63 @@ export class PostgresStore implements Store {
   }
 
   async pruneAuditEvents(before: string, limit: number): Promise<number> {
+    return this.write(async (tx) => {
+      const pruned = await tx.run(SQL.auditPrune, [before, limit]);
+      await tx.run(SQL.auditPruneIndex, [limit]);
+      return pruned;
+    });
+  }
+
+  /**
+   * PostgreSQL commits events out of seq order (a transaction takes its seq at its insert and may
+   * commit after one that took a later seq), so the index by object only takes seqs no
+   * transaction can still commit. The bound: the highest seq allocated, read first, then a
+   * snapshot, read after it; once every transaction running at that snapshot has ended (the
+   * current snapshot's xmin has reached its xmax), every seq up to the one read is committed or
+   * never will be. That holds because a transaction has its xid before it takes its event's seq:
+   * an event is written after its change (see EdgeService.change), and a write takes the xid.
+   * A round waits for its bound to settle (about one round), so the tail a lookup scans is about
+   * two rounds of writes. Replicas may index at once: the inserts skip a seq already there.
+   */
+  async indexAuditEvents(limit: number): Promise<number> {
+    const bound = this.indexBound;
+    if (bound === undefined || bound.seq <= this.indexedThrough) {
+      this.indexBound = await this.allocatedBound();
+      return 0;
+    }
+    if (!(await this.settled(bound.snapshot))) return 0;
+    const n = await this.write((tx) => tx.run(SQL.auditIndex, [bound.seq, limit]));
+    if (n < limit) {
+      this.indexedThrough = bound.seq;
+      this.indexBound = await this.allocatedBound();
+    }
+    return n;
+  }
+
+  private async allocatedBound(): Promise<{ seq: number; snapshot: string }> {
+    const seq = await this.poolValue(
+      "audit_allocated",
+      "SELECT COALESCE(pg_sequence_last_value(pg_get_serial_sequence('audit_events', 'seq')::regclass), 0) AS v",
+      [],
+    );
+    // A statement after the sequence's read: its snapshot is later than every seq read.
+    return { seq: Number(seq), snapshot: await this.readSnapshot() };
+  }
+
+  private async settled(snapshot: string): Promise<boolean> {
+    const v = await this.poolValue(
+      "audit_settled",
+      "SELECT pg_snapshot_xmin(pg_current_snapshot()) >= pg_snapshot_xmax($1::pg_snapshot) AS v",
+      [snapshot],
+    );
+    return v === true;
+  }
+
+  /** The column `v` of a one-row query on a pooled connection. */
+  private async poolValue(name: string, text: string, values: Value[]): Promise<unknown> {
     try {
-      const { rowCount } = await this.pool.query({
-        name: "audit_prune",
-        text: auditPruneStatement("$1", "$2"),
-        values: [before, limit],
-      });
-      return rowCount ?? 0;
+      const { rows } = await this.pool.query<{ v: unknown }>({ name, text, values });
+      return rows[0]?.v;
     } catch (e) {
       throw translate(e);
     }
@@ -720,6 +769,7 @@ export class PostgresStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.indexer?.stop();
     await this.pool.end();
   }
 }

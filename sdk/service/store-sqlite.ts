@@ -18,19 +18,17 @@ import {
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import Database from "libsql";
-import { type AuditEvent, errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
+import { errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
 import {
-  AUDIT_INSERT_COLUMNS,
-  auditEventOf,
-  auditInsertValues,
-  auditListQuery,
-  auditPruneStatement,
   type AuditRecord,
+  auditIndexer,
+  auditObjectIndex,
   auditTable,
+  type BatchRounds,
+  INDEX_EVERY_MS,
 } from "./audit";
 import {
   API_KEYS_TABLE,
-  type AuditFilter,
   type ApiKeyRow,
   DATA_TABLES,
   type Resealed,
@@ -159,6 +157,8 @@ export const MIGRATIONS: readonly string[] = [
   API_KEYS_TABLE,
   // The audit trail (GET /audit_events): one event per change, written in the change's transaction.
   auditTable("INTEGER PRIMARY KEY AUTOINCREMENT"),
+  // The audit trail's index by object, off the request path (./audit, auditObjectIndex).
+  auditObjectIndex("sqlite"),
 ];
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
@@ -169,6 +169,8 @@ export interface StoreOptions {
   rewindWalAbovePages?: number;
   /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
   secrets?: Secrets;
+  /** How often the audit trail's index by object catches up (see ./audit); 0: never (lookups scan). */
+  auditIndexEveryMs?: number;
 }
 
 /** Free bytes the data directory must have for a probe write to count (twice the largest body). */
@@ -219,6 +221,8 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   private dataVersion?: Database.Statement;
   /** A server's checkpoints off the request path (see WalMaintenance). */
   private wal?: WalMaintenance;
+  /** The audit trail's index by object, caught up in the background (see ./audit). */
+  private indexer?: BatchRounds;
   /** The database file the connection opened (device and inode), to tell it from a replacement. */
   private file?: { dev: number; ino: number };
   readonly location: string;
@@ -279,6 +283,9 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     if (opts.backgroundCheckpoints && store.walWatch) {
       store.wal = new WalMaintenance(db, location, { rewindWalAbovePages: opts.rewindWalAbovePages });
     }
+    const every = opts.auditIndexEveryMs ?? INDEX_EVERY_MS;
+    // Errors are left to the next round: a lookup is complete without the index (see ./audit).
+    if (every > 0) store.indexer = auditIndexer(store).start(every);
     return store;
   }
 
@@ -454,10 +461,18 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   }
 
   async pruneAuditEvents(before: string, limit: number): Promise<number> {
-    // By seq, the oldest first: a batch is one short statement, requests run between batches.
-    return this.write(() =>
-      Promise.resolve(this.sql(auditPruneStatement("?2", "?1")).run(limit, before).changes),
-    );
+    // By seq, the oldest first: a batch is two short statements, requests run between batches.
+    return this.write(async () => {
+      const pruned = await this.run(SQL.auditPrune, [before, limit]);
+      await this.run(SQL.auditPruneIndex, [limit]);
+      return pruned;
+    });
+  }
+
+  /** Writers take turns: every event committed is one of the seqs below the highest. */
+  async indexAuditEvents(limit: number): Promise<number> {
+    if (!(await this.read(async () => (await this.query(SQL.auditUnindexed, []))[0]))) return 0;
+    return this.write(() => this.run(SQL.auditIndex, [Number.MAX_SAFE_INTEGER, limit]));
   }
 
   /**
@@ -624,6 +639,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * closed its own too, before which the process must not exit (see Checkpointer.stop).
    */
   close(): Promise<void> {
+    this.indexer?.stop();
     const stopping = this.wal?.stop();
     this.walWatch?.close();
     this.db.close();
@@ -703,19 +719,6 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
 
   /** Nothing to do: transactions on this connection run one at a time, writers across processes too. */
   async lockCreateKey(_key: string): Promise<void> {}
-
-  // ------------------------------------------------------------------ audit trail
-
-  async insertAuditEvent(e: AuditRecord): Promise<void> {
-    this.sql(`INSERT INTO audit_events (${AUDIT_INSERT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`).run(
-      ...auditInsertValues(e),
-    );
-  }
-
-  async listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {
-    const q = auditListQuery(f, () => "?");
-    return this.all(q.text, ...q.values).map(auditEventOf);
-  }
 }
 
 function isUniqueViolation(e: unknown): boolean {

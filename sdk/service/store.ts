@@ -113,10 +113,10 @@ export const API_KEYS_TABLE = `CREATE TABLE api_keys (
      revoked_at TEXT
    );`;
 
-/** What `GET /audit_events` asks the store for: filters, a page size, and where the page starts. */
 /** An audit event as a store writes it: the wire event without its id (the store numbers it). */
 export type AuditRecord = Omit<AuditEvent, "id">;
 
+/** What `GET /audit_events` asks the store for: filters, a page size, and where the page starts. */
 export interface AuditFilter {
   objectId?: string;
   /** RFC 3339: events at or after it. */
@@ -287,5 +287,7 @@ export interface Store {
   revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean>;
   /** Deletes up to `limit` of the oldest audit events older than `before` (RFC 3339); how many it deleted. */
   pruneAuditEvents(before: string, limit: number): Promise<number>;
+  /** Adds up to `limit` events to the audit trail's index by object (see ./audit); how many it added. */
+  indexAuditEvents(limit: number): Promise<number>;
   close(): void | Promise<void>;
 }
