@@ -4,7 +4,7 @@
 //
 //   node bench/audit-cost.mjs [--n 1500] [--rounds 5] [--store sqlite|postgres|both] [--json FILE]
 //
-//   [--block 100] [--old OTHER_CHECKOUT/dist]
+//   [--block 100] [--old OTHER_CHECKOUT/dist] [--via app|http]
 //
 // "without": the same build and the same requests, only the event's insert skipped: the store's
 // `insertAuditEvent` is replaced for that variant by one that writes nothing (the diff, the
@@ -15,6 +15,12 @@
 // those routes (a new description each), in blocks of `--block` writes, the variants' blocks in
 // turn. CPU is this process's user + system time (`process.cpuUsage()`; on PostgreSQL the
 // server's processes too, from /proc). Run it after `npm run build`.
+//
+// `--via http`: the same writes over HTTP (keep-alive) to two `startServer` processes
+// (bench/lib/server-child.mjs, keyless), one writing events and one not; CPU is each server
+// process's own (every thread: the checkpoint worker, the index's background rounds), read over
+// IPC around each block, so the load generator is not counted. This is what a deployed
+// `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside.
 /* global Request */
 import fs from "node:fs";
 import os from "node:os";
@@ -74,9 +80,9 @@ function skipAuditInsert(b, skip) {
   }
 }
 
-async function call(app, method, url, body) {
+async function call(app, method, url, body, base = BASE) {
   const res = await app.fetch(
-    new Request(BASE + url, { method, headers: HEADERS, body: body && JSON.stringify(body) }),
+    new Request(base + url, { method, headers: HEADERS, body: body && JSON.stringify(body) }),
   );
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
@@ -155,6 +161,63 @@ async function runRound(kind, cluster) {
   }
 }
 
+/** One round over HTTP: a server process per variant (see `--via http` above). */
+async function runRoundHttp(kind, cluster) {
+  const { spawnServer } = await import("./lib/child.mjs");
+  const servers = [];
+  const dirs = [];
+  try {
+    const variants = VARIANTS;
+    for (const v of variants) {
+      const server = spawnServer(
+        [],
+        v.name.startsWith("old") ? { EDGE_BENCH_DIST: path.resolve(arg("old")) } : {},
+      );
+      servers.push(server);
+      const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "edge-audit-cost-"));
+      dirs.push(dataDir);
+      const databaseUrl = kind === "postgres" ? cluster.createDatabase() : undefined;
+      const { url, edgeId } = await server.call({
+        cmd: "edge",
+        dataDir,
+        seed: 0,
+        databaseUrl,
+        noAudit: v.skip,
+      });
+      const app = { fetch: (req) => fetch(req) };
+      const routes = `/edges/https/${edgeId}/routes`;
+      for (let i = 0; i < 200; i++) {
+        const r = await call(app, "POST", routes, routeBody(i, "warm"), url);
+        await call(app, "PATCH", `${routes}/${r.id}`, { description: `w${i}` }, url);
+      }
+      const cpu = async () => (await server.call({ cmd: "cpu" })).micros;
+      Object.assign(v, { app, routes, url, ids: [], cpu });
+    }
+    const out = Object.fromEntries(
+      variants.map((v) => [v.name, { post: 0, patch: 0, blocks: { post: [], patch: [] } }]),
+    );
+    for (const op of ["post", "patch"]) {
+      for (let b = 0; b * BLOCK < N; b++) {
+        const order = b % 2 === 0 ? variants : [...variants].reverse();
+        for (const v of order) {
+          const c0 = await v.cpu();
+          for (let i = b * BLOCK; i < Math.min(N, (b + 1) * BLOCK); i++) {
+            if (op === "post") v.ids.push((await call(v.app, "POST", v.routes, routeBody(i), v.url)).id);
+            else await call(v.app, "PATCH", `${v.routes}/${v.ids[i]}`, { description: `d${i}` }, v.url);
+          }
+          const used = (await v.cpu()) - c0;
+          out[v.name][op] += used / N;
+          out[v.name].blocks[op].push(used);
+        }
+      }
+    }
+    return out;
+  } finally {
+    for (const s of servers) await s.close();
+    for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
+  }
+}
+
 const results = {};
 for (const kind of STORES) {
   let cluster;
@@ -166,19 +229,29 @@ for (const kind of STORES) {
   try {
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const m = await runRound(kind, cluster);
+      const m =
+        arg("via", "app") === "http" ? await runRoundHttp(kind, cluster) : await runRound(kind, cluster);
       rounds.push(m);
       console.error(
         `[${kind} round ${r + 1}/${ROUNDS}] ` +
-          VARIANTS.map(
-            (v) => `${v.name}: POST ${m[v.name].post.toFixed(0)} µs, PATCH ${m[v.name].patch.toFixed(0)} µs`,
-          ).join("; "),
+          VARIANTS.filter((v) => m[v.name])
+            .map(
+              (v) =>
+                `${v.name}: POST ${m[v.name].post.toFixed(0)} µs, PATCH ${m[v.name].patch.toFixed(0)} µs`,
+            )
+            .join("; "),
       );
     }
-    const out = { n: N, block: BLOCK, rounds: ROUNDS, load: os.loadavg().map((x) => round(x, 2)) };
+    const out = {
+      via: arg("via", "app"),
+      n: N,
+      block: BLOCK,
+      rounds: ROUNDS,
+      load: os.loadavg().map((x) => round(x, 2)),
+    };
     for (const op of ["post", "patch"]) {
       out[op] = {};
-      for (const v of VARIANTS) {
+      for (const v of VARIANTS.filter((x) => rounds[0][x.name])) {
         const base = baseline(v);
         const entry = { micros: round(median(rounds.map((m) => m[v.name][op])), 0) };
         if (base !== v.name && rounds[0][base]) {

@@ -5,8 +5,10 @@ import { fileURLToPath, URL } from "node:url";
 
 const SCRIPT = fileURLToPath(new URL("./server-child.mjs", import.meta.url));
 
-export function spawnServer(execArgv = []) {
+/** `env`: added to the child's environment (EDGE_BENCH_DIST: another build to serve). */
+export function spawnServer(execArgv = [], env = {}) {
   const child = fork(SCRIPT, [], {
+    env: { ...process.env, ...env },
     execArgv: ["--expose-gc", ...execArgv],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });

@@ -1,9 +1,11 @@
 // A server in its own process (so that the load generator and the server do not share one
 // event loop), driven over IPC by the parent:
-//   { cmd: "edge", dataDir, seed, responseCacheBytes?, databaseUrl?, bulk?, metrics? }
+//   { cmd: "edge", dataDir, seed, responseCacheBytes?, databaseUrl?, bulk?, metrics?, noAudit? }
 //                                           the bundled service (startServer) with `seed` routes
 //                                           (on PostgreSQL with databaseUrl; bulk: createRoutes,
-//                                           1,000 per transaction; metrics: false turns /metrics off)
+//                                           1,000 per transaction; metrics: false turns /metrics off;
+//                                           noAudit: the audit event's insert skipped, for
+//                                           bench/audit-cost.mjs --via http)
 //   { cmd: "replica", databaseUrl, edgeId, routeIds }
 //                                           another replica on the same PostgreSQL database
 //   { cmd: "floor", body }                  a bare node:http server answering a fixed JSON body
@@ -19,8 +21,11 @@ import { createRequire } from "node:module";
 import { routeBody } from "./shapes.mjs";
 
 const require = createRequire(import.meta.url);
-const { startServer } = require("../../dist/sdk/service/server.js");
-const { EdgeService } = require("../../dist/sdk/service/service.js");
+// The build to serve: this checkout's, or another's dist/ (EDGE_BENCH_DIST, to compare two builds).
+const DIST = process.env.EDGE_BENCH_DIST ?? new URL("../../dist/", import.meta.url).pathname;
+const dist = (file) => require(`${DIST}/${file}`);
+const { startServer } = dist("sdk/service/server.js");
+const { EdgeService } = dist("sdk/service/service.js");
 const { serve } = require("@hono/node-server");
 const Database = require("libsql");
 const { Hono } = require("hono");
@@ -34,7 +39,14 @@ function memory() {
   return { rssMiB: m.rss / 2 ** 20, heapUsedMiB: m.heapUsed / 2 ** 20, externalMiB: m.external / 2 ** 20 };
 }
 
-async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk, metrics }) {
+async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk, metrics, noAudit }) {
+  if (noAudit) {
+    // Wherever the build defines it: the shared transaction class, or each store's (older builds).
+    const skip = async () => undefined;
+    dist("sdk/service/sql-tx.js").SqlTx.prototype.insertAuditEvent = skip;
+    dist("sdk/service/store-sqlite.js").SqliteStore.prototype.insertAuditEvent = skip;
+    dist("sdk/service/store-postgres.js").PgTx.prototype.insertAuditEvent = skip;
+  }
   const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl, metrics });
   const service = new EdgeService(server.store);
   const ctx = { baseUrl: server.url };

@@ -39,6 +39,13 @@ export function parseRetention(text: string): number | undefined {
 
 export { diffChanges } from "../contract";
 
+/** The JSON of changes already serialized to measure them, so that the insert does not do it again. */
+const changesJson = new WeakMap<object, string>();
+
+/** The changes as the audit table stores them (JSON text). */
+export const changesText = (changes: Record<string, AuditChange>): string =>
+  changesJson.get(changes) ?? JSON.stringify(changes);
+
 /**
  * The changes bounded to AUDIT_EVENT_MAX_BYTES of JSON: values that do not fit read
  * AUDIT_TRUNCATED (their paths still show), and paths that do not fit are left out.
@@ -47,8 +54,11 @@ export function boundChanges(changes: Record<string, AuditChange>): {
   changes: Record<string, AuditChange>;
   truncated: boolean;
 } {
-  if (Buffer.byteLength(JSON.stringify(changes)) <= AUDIT_EVENT_MAX_BYTES)
+  const json = JSON.stringify(changes);
+  if (Buffer.byteLength(json) <= AUDIT_EVENT_MAX_BYTES) {
+    changesJson.set(changes, json);
     return { changes, truncated: false };
+  }
   const out: Record<string, AuditChange> = {};
   const bytes = (path: string, change: AuditChange) =>
     Buffer.byteLength(JSON.stringify(path)) + Buffer.byteLength(JSON.stringify(change)) + 2;
@@ -210,6 +220,9 @@ function auditEventsTable(name: string, seq: string): string {
    );`;
 }
 
+/** The meta key of the highest seq a SQLite store has numbered or pruned (see SQL.auditInsert). */
+export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
+
 /**
  * The index by object (what a refresh's attribution asks: one object's events), moved off the
  * request path. A secondary index on the audit table cost every write a random leaf page of its
@@ -231,9 +244,11 @@ export function auditObjectIndex(store: "sqlite" | "postgres"): string {
    CREATE INDEX audit_by_object_id ON audit_by_object (object_id, seq);`;
   if (store === "postgres") return `DROP INDEX audit_events_by_object;\n   ${index}`;
   // SQLite: the table rebuilt on the plain rowid. AUTOINCREMENT wrote its counter's page of
-  // sqlite_sequence at every commit; the rowid is max + 1, so a seq is never reused as long as the
-  // newest event stays, which pruning keeps (SQL.auditPrune). Dropping the old table drops its index.
+  // sqlite_sequence at every commit; an insert now numbers max + 1, never below the floor kept in
+  // meta (SQL.auditInsert), which starts at AUTOINCREMENT's counter: no seq is ever reused.
+  // Dropping the old table drops its index and its counter.
   return `${auditEventsTable("audit_events_v2", "INTEGER PRIMARY KEY")}
+   INSERT INTO meta (key, value) SELECT '${AUDIT_SEQ_FLOOR}', CAST(seq AS TEXT) FROM sqlite_sequence WHERE name = 'audit_events';
    INSERT INTO audit_events_v2 SELECT * FROM audit_events;
    DROP TABLE audit_events;
    ALTER TABLE audit_events_v2 RENAME TO audit_events;

@@ -20,7 +20,7 @@
  * PostgreSQL's advisory locks and snapshots, SQLite's pragmas, dump/load (built per table).
  */
 import type { AuditEvent } from "../contract";
-import { type AuditRecord, auditEventOf } from "./audit";
+import { AUDIT_SEQ_FLOOR, type AuditRecord, auditEventOf, changesText } from "./audit";
 import { type Secrets } from "./secrets";
 import {
   apiKeyRow,
@@ -48,16 +48,23 @@ import type {
 interface Hooks {
   readonly forUpdate: string;
   anyOf(column: string, n: number): string;
+  /** The seq of a new audit event (see SQL.auditInsert). */
+  readonly auditSeq: string;
 }
 
 const HOOKS: Record<Dialect, Hooks> = {
   sqlite: {
     forUpdate: "",
     anyOf: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
+    // The rowid's own rule (max + 1), but never below the last seq pruned, so that an id is never
+    // reused once pruning emptied the table: AUTOINCREMENT's guarantee without its counter page
+    // written at every commit.
+    auditSeq: `COALESCE((SELECT max(seq) FROM audit_events), (SELECT CAST(value AS INTEGER) FROM meta WHERE key = '${AUDIT_SEQ_FLOOR}'), 0) + 1`,
   },
   postgres: {
     forUpdate: " FOR UPDATE",
     anyOf: (column, n) => `${column} = ANY($${n})`,
+    auditSeq: "DEFAULT", // BIGSERIAL: a sequence never goes back
   },
 };
 
@@ -202,7 +209,8 @@ export const SQL = {
   // ---------------------------------------------------------------- audit trail (./audit)
   auditInsert: statement(
     "audit_insert",
-    `INSERT INTO audit_events (${AUDIT_COLUMNS.join(", ")}) VALUES (${AUDIT_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`,
+    (d) =>
+      `INSERT INTO audit_events (seq, ${AUDIT_COLUMNS.join(", ")}) VALUES (${d.auditSeq}, ${AUDIT_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`,
   ),
   /**
    * Up to $2 events into the index by object, the lowest seqs after the last it holds, none
@@ -224,13 +232,18 @@ export const SQL = {
   /**
    * Deletes the oldest events past the retention, a bounded batch: the $2 lowest seqs, those of
    * them older than $1 (seq follows time, so the old ones are the lowest; a batch never scans more
-   * than $2 rows, with or without anything to delete). The newest event always stays: SQLite
-   * numbers the next one max + 1, so the trail's seqs (its ids) never go back.
+   * than $2 rows, with or without anything to delete).
    */
   auditPrune: statement(
     "audit_prune",
-    `DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events ORDER BY seq LIMIT $2) AND time < $1
-  AND seq < (SELECT max(seq) FROM audit_events)`,
+    "DELETE FROM audit_events WHERE seq IN (SELECT seq FROM audit_events ORDER BY seq LIMIT $2) AND time < $1",
+  ),
+  /** Before a prune on SQLite: the highest seq so far, below which no new event is numbered (auditSeq). */
+  auditSeqFloor: statement(
+    "audit_seq_floor",
+    `INSERT INTO meta (key, value)
+  SELECT '${AUDIT_SEQ_FLOOR}', CAST(max(seq) AS TEXT) FROM audit_events WHERE seq > 0 HAVING max(seq) IS NOT NULL
+  ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
   ),
   /** Then the index's rows below the oldest event left, a bounded batch of $1. */
   auditPruneIndex: statement(
@@ -274,7 +287,7 @@ export const auditInsertValues = (e: AuditRecord): SqlValue[] => [
   e.edge_id,
   e.key,
   e.request_id,
-  JSON.stringify(e.changes),
+  changesText(e.changes),
   e.truncated ? 1 : 0,
 ];
 

@@ -463,6 +463,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   async pruneAuditEvents(before: string, limit: number): Promise<number> {
     // By seq, the oldest first: a batch is two short statements, requests run between batches.
     return this.write(async () => {
+      await this.run(SQL.auditSeqFloor, []);
       const pruned = await this.run(SQL.auditPrune, [before, limit]);
       await this.run(SQL.auditPruneIndex, [limit]);
       return pruned;

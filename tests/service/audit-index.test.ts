@@ -126,21 +126,21 @@ describe.each([["sqlite"], ["postgres"]])("the index by object on %s", (kind) =>
     expect(await list(store, { objectId: "rt_a" })).toHaveLength(8);
   });
 
-  test("pruning takes the index's rows with their events, and keeps the newest event", async () => {
+  test("pruning takes the index's rows with their events; a seq is never reused", async () => {
     await writeEvents(store, OBJECTS, 3);
     await indexAll(store);
     expect(await indexed()).toHaveLength(12);
+    const [newest] = await list(store, { limit: 1 });
     const future = new Date(Date.now() + 60_000).toISOString();
     let pruned = 0;
     for (let n; (n = await store.pruneAuditEvents(future, 5)) > 0;) pruned += n;
-    // Everything is older than the cutoff, but the newest event stays: SQLite numbers the next max + 1.
-    expect(pruned).toBe(11);
-    const left = await list(store, {});
-    expect(left).toHaveLength(1);
-    expect(await indexed()).toEqual([Number(left[0]!.id.slice(4))]);
+    expect(pruned).toBe(12);
+    expect(await list(store, {})).toEqual([]);
+    expect(await indexed()).toEqual([]);
+    // SQLite numbers max + 1 of an empty table as 1 unless told the floor.
     await writeEvents(store, ["rt_z"], 1);
-    const [newest] = await list(store, { objectId: "rt_z" });
-    expect(Number(newest!.id.slice(4))).toBeGreaterThan(Number(left[0]!.id.slice(4)));
+    const [next] = await list(store, { objectId: "rt_z" });
+    expect(Number(next!.id.slice(4))).toBeGreaterThan(Number(newest!.id.slice(4)));
   });
 });
 
@@ -192,7 +192,7 @@ describe("PostgreSQL commits events out of seq order", () => {
 });
 
 describe("a SQLite trail of the schema with the inline index", () => {
-  test("keeps every event and its seq, and the next seq follows", async () => {
+  test("keeps every event and its seq, and the next seq follows AUTOINCREMENT's", async () => {
     const dir = makeTempDir("audit-index-old");
     try {
       // The schema before the index moved (schema 6), with events in it.
@@ -206,6 +206,8 @@ describe("a SQLite trail of the schema with the inline index", () => {
       insert.run(3, "2026-11-01T00:00:00.000Z", "rt_old");
       insert.run(9, "2026-11-02T00:00:00.000Z", "rt_old");
       insert.run(12, "2026-11-03T00:00:00.000Z", "rt_other");
+      // AUTOINCREMENT's counter is past what is left: events up to 20 were pruned.
+      db.exec("UPDATE sqlite_sequence SET seq = 20 WHERE name = 'audit_events'");
       db.close();
       const store = SqliteStore.open(dir, { auditIndexEveryMs: 0 });
       try {
