@@ -52,9 +52,9 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
        edge-service migrate --from DIR --to postgres://...
-         (copies a SQLite data directory into an empty PostgreSQL database, in one transaction;
-          sealed secrets are copied as they are: give the key with EDGE_SECRETS_KEY or
-          --secrets-key-file)
+         (copies a SQLite data directory, its audit trail included, into an empty PostgreSQL
+          database, in one transaction; sealed secrets are copied as they are: give the key with
+          EDGE_SECRETS_KEY or --secrets-key-file)
        edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
          (re-seals every secret, sealed or not yet, under the key of NEW in one transaction, makes
@@ -73,7 +73,7 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
        edge-service --help | --version`;
 
-/** Copies every row of a SQLite data directory into an empty PostgreSQL database. */
+/** Copies every row of a SQLite data directory (the audit trail's too) into an empty PostgreSQL database. */
 async function migrate(from: string | undefined, to: string | undefined, secrets: Secrets): Promise<number> {
   if (!from || !to) throw new Error("migrate needs --from DIR (a data directory) and --to postgres://...");
   if (!existsSync(join(from, "edge.db"))) {

@@ -233,8 +233,8 @@ export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
  * seconds of writes, found by the table's own key. A lookup is complete whether the indexer ran
  * or not; it only gets slower the longer the tail.
  *
- * Keyed by seq, so that pruning deletes its oldest rows by range like the events'. It holds
- * nothing a dump carries (DATA_TABLES): a loaded store starts it empty and the indexer rebuilds it.
+ * Keyed by seq, so that pruning deletes its oldest rows by range like the events'. A dump
+ * carries the events (DATA_TABLES), never this table: a load empties it and the indexer rebuilds it.
  */
 export function auditObjectIndex(store: "sqlite" | "postgres"): string {
   const index = `CREATE TABLE audit_by_object (

@@ -33,6 +33,7 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  targetNotEmpty,
   type PoolStats,
   type Resealed,
   type Store,
@@ -568,9 +569,10 @@ export class PostgresStore implements Store {
       await client.query("BEGIN");
       for (const t of DATA_TABLES) {
         const { rows } = await client.query(`SELECT 1 FROM ${t} LIMIT 1`);
-        if (rows.length > 0)
-          throw new Error(`the target already holds data (table ${t}); load into an empty database`);
+        if (rows.length > 0) throw targetNotEmpty(t, "postgres");
       }
+      // Derived from the events (none here): emptied, the indexer rebuilds it from the copied ones.
+      await client.query("DELETE FROM audit_by_object");
       for (const t of DATA_TABLES) {
         const rows = dump[t];
         if (rows.length === 0) continue;
@@ -590,6 +592,8 @@ export class PostgresStore implements Store {
           });
           await client.query(`INSERT INTO ${t} (${cols.join(", ")}) VALUES ${tuples.join(", ")}`, values);
         }
+        // Seqs copied as they were (routes' order, audit events' ids): the sequence continues after
+        // the highest, so a new row (event) on the target sorts after every copied one.
         if (cols.includes("seq")) {
           await client.query(
             `SELECT setval(pg_get_serial_sequence('${t}', 'seq'), (SELECT max(seq) FROM ${t}))`,

@@ -31,6 +31,7 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  targetNotEmpty,
   type Resealed,
   type Store,
   type StoreDump,
@@ -662,9 +663,10 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       for (const t of DATA_TABLES) {
         const row: unknown = this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get();
         const count = typeof row === "object" && row !== null ? Number(Reflect.get(row, "n")) : 0;
-        if (count > 0)
-          throw new Error(`the target already holds data (table ${t}); load into an empty store`);
+        if (count > 0) throw targetNotEmpty(t, "sqlite");
       }
+      // Derived from the events (none here): emptied, the indexer rebuilds it from the copied ones.
+      this.db.prepare("DELETE FROM audit_by_object").run();
       for (const t of DATA_TABLES) {
         for (const row of dump[t]) {
           const cols = Object.keys(row);

@@ -135,9 +135,34 @@ export function auditSeqOf(id: string): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-/** The data tables, in an order that respects their references (parents first). */
-export const DATA_TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions", "api_keys"] as const;
+/**
+ * The data tables, in an order that respects their references (parents first): what a dump
+ * carries and a load writes (`edge-service migrate`). The audit trail is one of them, its seqs
+ * (the events' ids) kept; its index by object (`audit_by_object`) is not: it is derived, and a
+ * loaded store rebuilds it (see auditObjectIndex).
+ */
+export const DATA_TABLES = [
+  "edges",
+  "routes",
+  "route_saml_keys",
+  "tls_ip_restrictions",
+  "api_keys",
+  "audit_events",
+] as const;
 export type DataTable = (typeof DATA_TABLES)[number];
+/**
+ * Why a load refuses its target: one rule for every data table, the audit trail's included. A
+ * load never merges: a database where a server ran or `edge-service keys` made a key holds that
+ * key, or those changes' events, and copied seqs would collide with them.
+ */
+export function targetNotEmpty(table: DataTable, store: Dialect): Error {
+  const empty =
+    store === "postgres"
+      ? "load into an empty database (a new one: createdb NAME), not one a server or `edge-service keys` already wrote to"
+      : "load into an empty store (a new data directory)";
+  return new Error(`the target already holds data (table ${table}); ${empty}`);
+}
+
 /** Every row of every data table, columns as stored (JSON columns as text). */
 export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
 
