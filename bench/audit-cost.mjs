@@ -21,7 +21,7 @@
 // process's own (every thread: the checkpoint worker, the index's background rounds), read over
 // IPC around each block, so the load generator is not counted. This is what a deployed
 // `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside.
-/* global Request */
+/* global Request, fetch */
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";

@@ -18,6 +18,7 @@ import { Buffer } from "node:buffer";
 import { performance } from "node:perf_hooks";
 import http from "node:http";
 import { createRequire } from "node:module";
+import { URL } from "node:url";
 import { routeBody } from "./shapes.mjs";
 
 const require = createRequire(import.meta.url);
