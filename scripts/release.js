@@ -82,17 +82,19 @@ function semver(v) {
   return m.slice(1).map(Number);
 }
 
-function newer(a, b) {
+/** Negative, zero or positive as `a` is older than, the same as or newer than `b` (plain x.y.z). */
+function compareVersions(a, b) {
   const [x, y] = [semver(a), semver(b)];
-  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] > y[i];
-  return false;
+  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i] - y[i];
+  return 0;
 }
 
 const today = () => new Date().toISOString().slice(0, 10);
 
 function prepare(next) {
   const current = packageVersion();
-  if (!newer(next, current)) throw new Error(`${next} is not newer than package.json's ${current}`);
+  if (compareVersions(next, current) <= 0)
+    throw new Error(`${next} is not newer than package.json's ${current}`);
   const changelogFile = path.join(ROOT, "CHANGELOG.md");
   const changelog = fs.readFileSync(changelogFile, "utf8");
   const head = changelog.indexOf("\n## [Unreleased]\n");
@@ -150,7 +152,7 @@ function record() {
   console.log(`releases.json: ${version} at ${commit} (${date}). Commit it.`);
 }
 
-module.exports = { VERSION_PLACES, versionMentions };
+module.exports = { VERSION_PLACES, versionMentions, compareVersions };
 
 if (require.main === module) {
   const [command, arg] = process.argv.slice(2);

@@ -21,18 +21,9 @@ export interface Release {
   date: string;
 }
 
-/** "1.2.3" → [1, 2, 3] (no pre-release tags: releases here are plain x.y.z). */
-export function semver(v: string): [number, number, number] {
-  const m = /^(\d+)\.(\d+)\.(\d+)$/.exec(v);
-  if (!m) throw new Error(`not a plain x.y.z version: ${JSON.stringify(v)}`);
-  return [Number(m[1]), Number(m[2]), Number(m[3])];
-}
-
-export function compareVersions(a: string, b: string): number {
-  const [x, y] = [semver(a), semver(b)];
-  for (let i = 0; i < 3; i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return 0;
-}
+/** Release versions compare as scripts/release.js (which bumps them) compares them. */
+export const { compareVersions } =
+  require("../../scripts/release.js") as typeof import("../../scripts/release.js");
 
 export function releases(): Release[] {
   return JSON.parse(fs.readFileSync(path.join(ROOT, "releases.json"), "utf8")) as Release[];
