@@ -20,7 +20,8 @@
 // (bench/lib/server-child.mjs, keyless), one writing events and one not; CPU is each server
 // process's own (every thread: the checkpoint worker, the index's background rounds), read over
 // IPC around each block, so the load generator is not counted. This is what a deployed
-// `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside.
+// `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside. On
+// PostgreSQL each variant has a cluster of its own, whose processes' CPU is counted with its server's.
 /* global Request, fetch */
 import fs from "node:fs";
 import os from "node:os";
@@ -161,8 +162,12 @@ async function runRound(kind, cluster) {
   }
 }
 
+/** `--via http` on PostgreSQL: each variant's cluster, kept across rounds. */
+const variantClusters = new Map();
+let startPgCluster;
+
 /** One round over HTTP: a server process per variant (see `--via http` above). */
-async function runRoundHttp(kind, cluster) {
+async function runRoundHttp(kind) {
   const { spawnServer } = await import("./lib/child.mjs");
   const servers = [];
   const dirs = [];
@@ -176,7 +181,13 @@ async function runRoundHttp(kind, cluster) {
       servers.push(server);
       const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "edge-audit-cost-"));
       dirs.push(dataDir);
-      const databaseUrl = kind === "postgres" ? cluster.createDatabase() : undefined;
+      // PostgreSQL: a cluster of its own per variant, so that its processes' CPU is the variant's.
+      let own;
+      if (kind === "postgres") {
+        if (!variantClusters.has(v.name)) variantClusters.set(v.name, await startPgCluster());
+        own = variantClusters.get(v.name);
+      }
+      const databaseUrl = own?.createDatabase();
       const { url, edgeId } = await server.call({
         cmd: "edge",
         dataDir,
@@ -190,7 +201,8 @@ async function runRoundHttp(kind, cluster) {
         const r = await call(app, "POST", routes, routeBody(i, "warm"), url);
         await call(app, "PATCH", `${routes}/${r.id}`, { description: `w${i}` }, url);
       }
-      const cpu = async () => (await server.call({ cmd: "cpu" })).micros;
+      const databaseCpu = () => own?.pids().reduce((sum, pid) => sum + cpuSeconds(pid) * 1e6, 0) ?? 0;
+      const cpu = async () => (await server.call({ cmd: "cpu" })).micros + databaseCpu();
       Object.assign(v, { app, routes, url, ids: [], cpu });
     }
     const out = Object.fromEntries(
@@ -224,13 +236,13 @@ for (const kind of STORES) {
   if (kind === "postgres") {
     const pg = await import("./lib/postgres.mjs");
     cpuSeconds = pg.cpuSeconds;
-    cluster = await pg.startCluster();
+    startPgCluster = pg.startCluster;
+    if (arg("via", "app") !== "http") cluster = await pg.startCluster();
   }
   try {
     const rounds = [];
     for (let r = 0; r < ROUNDS; r++) {
-      const m =
-        arg("via", "app") === "http" ? await runRoundHttp(kind, cluster) : await runRound(kind, cluster);
+      const m = arg("via", "app") === "http" ? await runRoundHttp(kind) : await runRound(kind, cluster);
       rounds.push(m);
       console.error(
         `[${kind} round ${r + 1}/${ROUNDS}] ` +
@@ -270,6 +282,8 @@ for (const kind of STORES) {
     console.log(JSON.stringify({ [kind]: out }));
   } finally {
     cluster?.destroy();
+    for (const c of variantClusters.values()) c.destroy();
+    variantClusters.clear();
   }
 }
 if (JSON_OUT) fs.writeFileSync(JSON_OUT, JSON.stringify(results, null, 2) + "\n");
