@@ -20,7 +20,8 @@
 // (bench/lib/server-child.mjs, keyless), one writing events and one not; CPU is each server
 // process's own (every thread: the checkpoint worker, the index's background rounds), read over
 // IPC around each block, so the load generator is not counted. This is what a deployed
-// `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside. On
+// `edge-service serve` pays per write. `--old DIR`: the other build's servers run beside.
+// `NOINDEX=1` (in-process only): the index by object left uncaught-up, to see the row's own cost. On
 // PostgreSQL each variant has a cluster of its own, whose processes' CPU is counted with its server's.
 /* global Request, fetch */
 import fs from "node:fs";
@@ -104,6 +105,44 @@ async function openStore(b, kind, cluster) {
 }
 
 /**
+ * The variants' writes (after a warm-up each: the statements prepared, the JIT warm, not counted),
+ * in blocks of BLOCK taken in turn, the order alternating, so that the variants share the
+ * machine's drift block by block. A variant: `app` and `base` to call, its `routes`, and `cpu()`
+ * (µs so far); `before()` runs before its block, `settle()` after its writes, counted.
+ */
+async function measure(variants) {
+  for (const v of variants) {
+    v.before?.();
+    for (let i = 0; i < 200; i++) {
+      const r = await call(v.app, "POST", v.routes, routeBody(i, "warm"), v.base);
+      await call(v.app, "PATCH", `${v.routes}/${r.id}`, { description: `w${i}` }, v.base);
+    }
+    v.ids = [];
+  }
+  const out = Object.fromEntries(
+    variants.map((v) => [v.name, { post: 0, patch: 0, blocks: { post: [], patch: [] } }]),
+  );
+  for (const op of ["post", "patch"]) {
+    for (let b = 0; b * BLOCK < N; b++) {
+      const order = b % 2 === 0 ? variants : [...variants].reverse();
+      for (const v of order) {
+        v.before?.();
+        const c0 = await v.cpu();
+        for (let i = b * BLOCK; i < Math.min(N, (b + 1) * BLOCK); i++) {
+          if (op === "post") v.ids.push((await call(v.app, "POST", v.routes, routeBody(i), v.base)).id);
+          else await call(v.app, "PATCH", `${v.routes}/${v.ids[i]}`, { description: `d${i}` }, v.base);
+        }
+        await v.settle?.();
+        const used = (await v.cpu()) - c0;
+        out[v.name][op] += used / N;
+        out[v.name].blocks[op].push(used);
+      }
+    }
+  }
+  return out;
+}
+
+/**
  * One round: a fresh database per variant, then the variants' writes in blocks of BLOCK, taken in
  * turn (the order alternating), so that the variants share the machine's drift block by block.
  * Returns per variant the µs of CPU per POST and per PATCH, and the per-block ratios to the
@@ -121,39 +160,21 @@ async function runRound(kind, cluster) {
         description: "bench",
         hostports: ["bench.example.com:443"],
       });
-      const routes = `/edges/https/${edge.id}/routes`;
-      // Warm-up: the statements prepared, the JIT warm (these routes are not counted).
-      for (let i = 0; i < 200; i++) {
-        const r = await call(app, "POST", routes, routeBody(i, "warm"));
-        await call(app, "PATCH", `${routes}/${r.id}`, { description: `w${i}` });
-      }
-      Object.assign(v, { app, routes, ids: [], serverCpu: s.serverCpu, store: s.store });
+      Object.assign(v, {
+        app,
+        routes: `/edges/https/${edge.id}/routes`,
+        base: BASE,
+        before: () => skipAuditInsert(v.build, v.skip),
+        cpu: () => cpuMicros() + s.serverCpu(),
+        // The index by object (a build that has one) catches up on the block's events here, so
+        // that its cost is counted in the block's, as the background task's would be.
+        settle: async () => {
+          if (s.store.indexAuditEvents && !process.env.NOINDEX)
+            while ((await s.store.indexAuditEvents(2000)) === 2000);
+        },
+      });
     }
-    const out = Object.fromEntries(
-      VARIANTS.map((v) => [v.name, { post: 0, patch: 0, blocks: { post: [], patch: [] } }]),
-    );
-    for (const op of ["post", "patch"]) {
-      for (let b = 0; b * BLOCK < N; b++) {
-        const order = b % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
-        for (const v of order) {
-          skipAuditInsert(v.build, v.skip);
-          const c0 = cpuMicros();
-          const s0 = v.serverCpu();
-          for (let i = b * BLOCK; i < Math.min(N, (b + 1) * BLOCK); i++) {
-            if (op === "post") v.ids.push((await call(v.app, "POST", v.routes, routeBody(i))).id);
-            else await call(v.app, "PATCH", `${v.routes}/${v.ids[i]}`, { description: `d${i}` });
-          }
-          // The index by object (a build that has one) catches up on the block's events here, so
-          // that its cost is counted in the block's, as the background task's would be.
-          if (v.store.indexAuditEvents && !process.env.NOINDEX)
-            while ((await v.store.indexAuditEvents(2000)) === 2000);
-          const used = cpuMicros() - c0 + (v.serverCpu() - s0);
-          out[v.name][op] += used / N;
-          out[v.name].blocks[op].push(used);
-        }
-      }
-    }
-    return out;
+    return await measure(VARIANTS);
   } finally {
     for (const s of open) {
       await s.store.close();
@@ -172,8 +193,7 @@ async function runRoundHttp(kind) {
   const servers = [];
   const dirs = [];
   try {
-    const variants = VARIANTS;
-    for (const v of variants) {
+    for (const v of VARIANTS) {
       const server = spawnServer(
         [],
         v.name.startsWith("old") ? { EDGE_BENCH_DIST: path.resolve(arg("old")) } : {},
@@ -195,35 +215,15 @@ async function runRoundHttp(kind) {
         databaseUrl,
         noAudit: v.skip,
       });
-      const app = { fetch: (req) => fetch(req) };
-      const routes = `/edges/https/${edgeId}/routes`;
-      for (let i = 0; i < 200; i++) {
-        const r = await call(app, "POST", routes, routeBody(i, "warm"), url);
-        await call(app, "PATCH", `${routes}/${r.id}`, { description: `w${i}` }, url);
-      }
       const databaseCpu = () => own?.pids().reduce((sum, pid) => sum + cpuSeconds(pid) * 1e6, 0) ?? 0;
-      const cpu = async () => (await server.call({ cmd: "cpu" })).micros + databaseCpu();
-      Object.assign(v, { app, routes, url, ids: [], cpu });
+      Object.assign(v, {
+        app: { fetch: (req) => fetch(req) },
+        routes: `/edges/https/${edgeId}/routes`,
+        base: url,
+        cpu: async () => (await server.call({ cmd: "cpu" })).micros + databaseCpu(),
+      });
     }
-    const out = Object.fromEntries(
-      variants.map((v) => [v.name, { post: 0, patch: 0, blocks: { post: [], patch: [] } }]),
-    );
-    for (const op of ["post", "patch"]) {
-      for (let b = 0; b * BLOCK < N; b++) {
-        const order = b % 2 === 0 ? variants : [...variants].reverse();
-        for (const v of order) {
-          const c0 = await v.cpu();
-          for (let i = b * BLOCK; i < Math.min(N, (b + 1) * BLOCK); i++) {
-            if (op === "post") v.ids.push((await call(v.app, "POST", v.routes, routeBody(i), v.url)).id);
-            else await call(v.app, "PATCH", `${v.routes}/${v.ids[i]}`, { description: `d${i}` }, v.url);
-          }
-          const used = (await v.cpu()) - c0;
-          out[v.name][op] += used / N;
-          out[v.name].blocks[op].push(used);
-        }
-      }
-    }
-    return out;
+    return await measure(VARIANTS);
   } finally {
     for (const s of servers) await s.close();
     for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
