@@ -148,23 +148,30 @@ function nativeAddon(target) {
   );
   const dir = path.join(cache, `${target}-${libsqlVersion}`, "package");
   if (!fs.existsSync(path.join(dir, "package.json"))) {
-    fs.mkdirSync(path.dirname(dir), { recursive: true });
+    // The destination said outright: run from `npm pack --pack-destination D` (postpack), the
+    // inherited npm_config_pack_destination would send the tarball to D instead of here.
+    const into = path.dirname(dir);
+    fs.mkdirSync(into, { recursive: true });
     log(`fetching ${name}@${libsqlVersion} (npm pack)`);
     let tgz;
     try {
-      tgz = execFileSync("npm", ["pack", `${name}@${libsqlVersion}`, "--silent"], {
-        cwd: path.dirname(dir),
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "pipe"],
-      }).trim();
+      tgz = execFileSync(
+        "npm",
+        ["pack", `${name}@${libsqlVersion}`, "--silent", "--pack-destination", into],
+        {
+          cwd: into,
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      ).trim();
     } catch (e) {
       throw new Error(
         `npm pack ${name}@${libsqlVersion} failed (the archive for this platform needs the npm registry, once; ` +
           `or build only this machine's with --platforms ${HOST_PLATFORM}):\n${e.stderr}`,
       );
     }
-    execFileSync("tar", ["-xzf", tgz], { cwd: path.dirname(dir) });
-    fs.rmSync(path.join(path.dirname(dir), tgz));
+    execFileSync("tar", ["-xzf", tgz], { cwd: into });
+    fs.rmSync(path.join(into, tgz));
   }
   return dir;
 }
