@@ -222,16 +222,18 @@ describe("export of a fleet from the service", () => {
     expect(out.yaml).toMatch(/^# exported for a test\n/);
     expect(out.yaml).toContain("secret: !secret publicWebStripeHooksWebhookSecret");
     expect(out.yaml).not.toMatch(/do_not_leak/);
-    expect(out.secrets).toEqual([
-      {
-        key: "publicWebStripeHooksWebhookSecret",
-        where: "httpsEdges.public-web.routes.stripe-hooks.webhookVerification.secret",
-        value: "whsec_do_not_leak",
-      },
+    // In the routes' order, oldest first; the two with secrets may share a millisecond, whose tie
+    // goes to the smaller (random) id: the order between them is not what this checks.
+    expect([...out.secrets].sort((a, b) => a.key.localeCompare(b.key))).toEqual([
       {
         key: "publicWebLoginOauthGithubClientSecret",
         where: "httpsEdges.public-web.routes.login.oauth.provider.github.clientSecret",
         value: "gh_do_not_leak",
+      },
+      {
+        key: "publicWebStripeHooksWebhookSecret",
+        where: "httpsEdges.public-web.routes.stripe-hooks.webhookVerification.secret",
+        value: "whsec_do_not_leak",
       },
     ]);
 
