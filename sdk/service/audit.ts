@@ -104,10 +104,14 @@ export function auditRecord(
 
 /** Events deleted per statement: small, so a prune never holds the database for long. */
 export const PRUNE_BATCH = 500;
+/** Batches per pruning round at most (the next round takes the rest). */
+const PRUNE_BATCHES_PER_ROUND = 200;
 /** Events indexed per statement (sorted inserts into two small b-trees: a few ms). */
 export const INDEX_BATCH = 2000;
 /** How often the object index catches up (see auditObjectIndex): the tail a lookup scans is about this long. */
 export const INDEX_EVERY_MS = 1000;
+/** Batches per indexing round at most: 100,000 events, a backlog (after a load) taken over rounds. */
+const INDEX_BATCHES_PER_ROUND = 50;
 
 /** What the background tasks ask of a store (both stores implement it). */
 export interface AuditMaintenanceTarget {
@@ -180,7 +184,7 @@ export function startAuditPruner(
   const rounds = new BatchRounds(
     () => store.pruneAuditEvents(new Date(Date.now() - retentionMs).toISOString(), PRUNE_BATCH),
     PRUNE_BATCH,
-    200,
+    PRUNE_BATCHES_PER_ROUND,
     onPruned,
     onError,
   );
@@ -189,7 +193,13 @@ export function startAuditPruner(
 
 /** Keeps the index by object caught up (see auditObjectIndex): a round every INDEX_EVERY_MS. */
 export function auditIndexer(store: AuditMaintenanceTarget, onError?: (e: unknown) => void): BatchRounds {
-  return new BatchRounds(() => store.indexAuditEvents(INDEX_BATCH), INDEX_BATCH, 50, undefined, onError);
+  return new BatchRounds(
+    () => store.indexAuditEvents(INDEX_BATCH),
+    INDEX_BATCH,
+    INDEX_BATCHES_PER_ROUND,
+    undefined,
+    onError,
+  );
 }
 
 // ---------------------------------------------------------------- the tables, on both stores
@@ -228,7 +238,7 @@ export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
  * request path. A secondary index on the audit table cost every write a random leaf page of its
  * own (+10 to +22 % CPU per route POST or PATCH on SQLite: BENCHMARKS.md, "Audit trail"); the
  * table alone, appended in seq order, costs a few percent. So the object's events are found
- * through `audit_by_object` (seq → object), filled in batches in the background (AuditIndexer),
+ * through `audit_by_object` (seq → object), filled in batches in the background (auditIndexer),
  * plus a scan of the events after the last one it holds: the tail the indexer has not reached,
  * seconds of writes, found by the table's own key. A lookup is complete whether the indexer ran
  * or not; it only gets slower the longer the tail.

@@ -99,18 +99,18 @@ const CREATE_MARK = "create_key, create_request";
 /** The highest seq the index by object holds (0 when empty): the tail after it is scanned. */
 const INDEXED_UP_TO = "SELECT COALESCE(max(seq), 0) FROM audit_by_object";
 
-/** The audit table's columns an insert writes, in the order of auditInsertValues. */
-const AUDIT_COLUMNS = [
-  "time",
-  "operation",
-  "object_kind",
-  "object_id",
-  "edge_id",
-  "key_name",
-  "request_id",
-  "changes",
-  "truncated",
-] as const;
+/** The audit table's columns an insert writes, each with its value from the event. */
+const AUDIT_VALUES: ReadonlyArray<readonly [string, (e: AuditRecord) => SqlValue]> = [
+  ["time", (e) => e.time],
+  ["operation", (e) => e.operation],
+  ["object_kind", (e) => e.object_kind],
+  ["object_id", (e) => e.object_id],
+  ["edge_id", (e) => e.edge_id],
+  ["key_name", (e) => e.key],
+  ["request_id", (e) => e.request_id],
+  ["changes", (e) => changesText(e.changes)],
+  ["truncated", (e) => (e.truncated ? 1 : 0)],
+];
 
 /** Every statement of the data paths, by what it does. */
 export const SQL = {
@@ -210,7 +210,7 @@ export const SQL = {
   auditInsert: statement(
     "audit_insert",
     (d) =>
-      `INSERT INTO audit_events (seq, ${AUDIT_COLUMNS.join(", ")}) VALUES (${d.auditSeq}, ${AUDIT_COLUMNS.map((_, i) => `$${i + 1}`).join(", ")})`,
+      `INSERT INTO audit_events (seq, ${AUDIT_VALUES.map(([column]) => column).join(", ")}) VALUES (${d.auditSeq}, ${AUDIT_VALUES.map((_, i) => `$${i + 1}`).join(", ")})`,
   ),
   /**
    * Up to $2 events into the index by object, the lowest seqs after the last it holds, none
@@ -279,17 +279,7 @@ export const SQL = {
 } as const;
 
 /** An event's values for SQL.auditInsert. */
-export const auditInsertValues = (e: AuditRecord): SqlValue[] => [
-  e.time,
-  e.operation,
-  e.object_kind,
-  e.object_id,
-  e.edge_id,
-  e.key,
-  e.request_id,
-  changesText(e.changes),
-  e.truncated ? 1 : 0,
-];
+export const auditInsertValues = (e: AuditRecord): SqlValue[] => AUDIT_VALUES.map(([, value]) => value(e));
 
 /** The list statements, one per combination of filters (PostgreSQL prepares each once per connection). */
 const auditLists = new Map<string, Statement<AuditEvent>>();

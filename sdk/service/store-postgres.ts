@@ -495,15 +495,7 @@ export class PostgresStore implements Store {
   }
 
   private async readSnapshot(): Promise<string> {
-    try {
-      const { rows } = await this.pool.query<{ s: string }>({
-        name: "change_counter",
-        text: "SELECT pg_current_snapshot()::text AS s",
-      });
-      return rows[0]!.s;
-    } catch (e) {
-      throw translate(e);
-    }
+    return String(await this.poolValue("change_counter", "SELECT pg_current_snapshot()::text AS v", []));
   }
 
   /**
