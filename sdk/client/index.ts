@@ -13,6 +13,7 @@ import {
   type HttpsEdge,
   type HttpsEdgeList,
   IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_PRIOR_KEY_HEADER,
   type ModuleRequestInput,
   type ModuleResponse,
   type Operation,
@@ -23,6 +24,8 @@ import {
   type QueryOptionsOf,
   queryString,
   REPLAYED_HEADER,
+  REPLAYED_VALUES,
+  type Replayed,
   type Route,
   type RouteCreate,
   type RouteList,
@@ -76,9 +79,14 @@ export class EdgeApiError extends Error {
   get isUnauthorized(): boolean {
     return this.status === 401;
   }
-  /** The Idempotency-Key of this create was used before with another body (see `CreateOptions.keyedOn`). */
-  get isKeyReused(): boolean {
-    return this.status === 400 && this.field === "Idempotency-Key";
+  /**
+   * A key of this create was used before with another body (see `CreateOptions.keyedOn`): its
+   * `Idempotency-Key` (`true`), or its `Idempotency-Prior-Key` (`prior`); else undefined.
+   */
+  get keyReused(): Replayed | undefined {
+    if (this.status !== 400) return undefined;
+    if (this.field === IDEMPOTENCY_KEY_HEADER) return "true";
+    return this.field === IDEMPOTENCY_PRIOR_KEY_HEADER ? "prior" : undefined;
   }
 }
 
@@ -103,6 +111,11 @@ export interface CreateOptions {
    * made, even by a later run.
    */
   identity?: string;
+  /**
+   * With `identity`: an identity an earlier create of this request may have used instead (sent as
+   * `Idempotency-Prior-Key`): the object it made is answered, and takes this create's key.
+   */
+  priorIdentity?: string;
   /**
    * With `identity`: the part of the body that names the object (a route's match), when the key
    * should stay the same though the rest of the body changes; default the whole body. The
@@ -137,8 +150,12 @@ async function* allPages<P extends { next_page_uri: string | null }, T extends {
   }
 }
 
-const replayed = new WeakSet<object>();
-/** Whether a create's answer is the object an earlier create with the same key made (not a new one). */
+const replayed = new WeakMap<object, Replayed>();
+/**
+ * Whether a create's answer is an object an earlier create made (not a new one), and by which of
+ * its keys: `true`, its `Idempotency-Key`; `prior`, its `Idempotency-Prior-Key`.
+ */
+export const replayedBy = (answer: object): Replayed | undefined => replayed.get(answer);
 export const wasReplayed = (answer: object): boolean => replayed.has(answer);
 
 export class EdgeClient {
@@ -293,17 +310,15 @@ export class EdgeClient {
         ? { accept: "application/json" }
         : { "content-type": "application/json", accept: "application/json" };
     const create = opts.create;
-    const key =
-      create?.idempotencyKey ??
-      (create?.identity === undefined
-        ? undefined
-        : idempotencyKeyFor(
-            create.identity,
-            op.method,
-            path,
-            create.keyedOn === undefined ? (text ?? "") : JSON.stringify(create.keyedOn),
-          ));
-    if (key !== undefined) headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()] = key;
+    const keyed = create?.keyedOn === undefined ? (text ?? "") : JSON.stringify(create.keyedOn);
+    const keyOf = (identity: string | undefined) =>
+      identity === undefined ? undefined : idempotencyKeyFor(identity, op.method, path, keyed);
+    const key = create?.idempotencyKey ?? keyOf(create?.identity);
+    if (key !== undefined) {
+      headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()] = key;
+      const prior = keyOf(create?.priorIdentity);
+      if (prior !== undefined && prior !== key) headers[IDEMPOTENCY_PRIOR_KEY_HEADER.toLowerCase()] = prior;
+    }
     const request = new Request(this.transport.baseUrl + path, { method: op.method, headers, body: text });
     const response = await this.transport.send(request, this.options);
     const operationId = response.headers.get(OPERATION_ID_HEADER) ?? undefined;
@@ -343,9 +358,8 @@ export class EdgeClient {
       });
     }
     const data: unknown = parsed.data;
-    if (response.headers.get(REPLAYED_HEADER) === "true" && typeof data === "object" && data !== null) {
-      replayed.add(data);
-    }
+    const how = REPLAYED_VALUES.find((v) => v === response.headers.get(REPLAYED_HEADER));
+    if (how !== undefined && typeof data === "object" && data !== null) replayed.set(data, how);
     return data as SuccessOf<O>;
   }
 }

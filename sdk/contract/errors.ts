@@ -56,8 +56,13 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 /** Header carrying the operation id of every response. */
 export const OPERATION_ID_HEADER = "Request-Id";
 
-/** Header (value `true`) of a keyed create's answer when an earlier create with its key made the object. */
+/**
+ * Header of a keyed create's answer when an earlier create made the object: `true` when that
+ * create had the same `Idempotency-Key`, `prior` when it had the request's `Idempotency-Prior-Key`.
+ */
 export const REPLAYED_HEADER = "Idempotent-Replayed";
+export const REPLAYED_VALUES = ["true", "prior"] as const;
+export type Replayed = (typeof REPLAYED_VALUES)[number];
 
 /**
  * A property of a thrown value of unknown type (a driver's `code`, a fetch failure's `cause`):

@@ -13,6 +13,7 @@ import {
   errorMessage,
   ID_PATTERN,
   IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_PRIOR_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   issuesToProblems,
   noQuerySchema,
@@ -255,18 +256,27 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     // Who asks, for the audit event of a change (a GET changes nothing).
     const actor = op.method === "GET" ? undefined : { key: c.get("keyName"), requestId: operationId(c) };
     if (!op.idempotent) return { baseUrl, actor };
-    const key = c.req.header(IDEMPOTENCY_KEY_HEADER);
-    if (key !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(key)) {
+    const header = (name: string) => {
+      const value = c.req.header(name);
+      if (value !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(value)) {
+        throw ApiError.invalid([{ field: name, msg: "must be 1 to 255 visible ASCII characters" }]);
+      }
+      return value;
+    };
+    const key = header(IDEMPOTENCY_KEY_HEADER);
+    const prior = header(IDEMPOTENCY_PRIOR_KEY_HEADER);
+    if (prior !== undefined && key === undefined) {
       throw ApiError.invalid([
-        { field: IDEMPOTENCY_KEY_HEADER, msg: "must be 1 to 255 visible ASCII characters" },
+        { field: IDEMPOTENCY_PRIOR_KEY_HEADER, msg: `only goes with an ${IDEMPOTENCY_KEY_HEADER}` },
       ]);
     }
     return {
       baseUrl,
       actor,
       idempotencyKey: key,
-      onReplay: () => {
-        c.set("replayed", true);
+      idempotencyPriorKey: prior,
+      onReplay: (by) => {
+        c.set("replayed", by);
         metrics?.replayed(op.id);
       },
     };

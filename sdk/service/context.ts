@@ -9,6 +9,7 @@ import {
   type Operation,
   OPERATION_ID_HEADER,
   REPLAYED_HEADER,
+  type Replayed,
 } from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
@@ -20,7 +21,7 @@ export type Env = {
   Variables: {
     operationId: string;
     body: unknown;
-    replayed: boolean;
+    replayed: Replayed;
     /** The operation of the table the request matched (set before any middleware runs); none for a 404/405. */
     operation: Operation | undefined;
     /** The name of the API key the request was authenticated with (set by the auth middleware). */
@@ -51,7 +52,8 @@ export function respond(
 ): Response {
   const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
   if (body !== null) headers["Content-Type"] = contentType;
-  if (c.get("replayed")) headers[REPLAYED_HEADER] = "true";
+  const replayed = c.get("replayed");
+  if (replayed) headers[REPLAYED_HEADER] = replayed;
   return new Response(body, { status, headers });
 }
 

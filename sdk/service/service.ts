@@ -12,6 +12,8 @@ import {
   authModuleProblem,
   edgeCreateSchema,
   type HttpsEdge,
+  IDEMPOTENCY_KEY_HEADER,
+  IDEMPOTENCY_PRIOR_KEY_HEADER,
   type HttpsEdgeList,
   isRouteModuleName,
   ipPolicyMapping,
@@ -25,6 +27,7 @@ import {
   type PageQuery,
   type QueryOf,
   type PathIds,
+  type Replayed,
   pathEchoProblems,
   ROUTE_MODULE_BODIES,
   ROUTE_MODULE_NAMES,
@@ -72,8 +75,14 @@ export interface RequestContext {
    * made, as it is now, for as long as that object exists; it creates nothing more.
    */
   idempotencyKey?: string;
-  /** Told when a keyed create answers with what an earlier create with its key made. */
-  onReplay?: () => void;
+  /**
+   * With `idempotencyKey`, `Idempotency-Prior-Key`: a key an earlier create of the same request may
+   * have used instead. Its object is answered when none carries `idempotencyKey`, and carries
+   * `idempotencyKey` from then on.
+   */
+  idempotencyPriorKey?: string;
+  /** Told when a keyed create answers with what an earlier create made, and by which of its keys. */
+  onReplay?: (by: Replayed) => void;
   /** Who asks (the key's name, the `Request-Id`): what the change's audit event names. */
   actor?: AuditActor;
 }
@@ -496,19 +505,30 @@ export class EdgeService {
     const key = ctx.idempotencyKey;
     if (key === undefined) return run.create();
     const digest = createHash("sha256").update(request).digest("base64");
-    await tx.lockCreateKey(key);
-    const found = await tx.findCreated(key);
-    if (!found) return run.create({ key, request: digest });
-    if (found.table !== table || found.request !== digest) {
-      throw ApiError.invalid([
+    const prior = ctx.idempotencyPriorKey;
+    // Both keys, always in one order: two creates naming the same two keys cannot deadlock.
+    for (const k of prior === undefined ? [key] : [key, prior].sort()) await tx.lockCreateKey(k);
+    const mismatch = (found: CreatedObject, header: string) =>
+      ApiError.invalid([
         {
-          field: "Idempotency-Key",
+          field: header,
           msg: `was already used for a different request (it made ${found.id}): send a new key with a new request`,
         },
       ]);
+    const found = await tx.findCreated(key);
+    if (found) {
+      if (found.table !== table || found.request !== digest) throw mismatch(found, IDEMPOTENCY_KEY_HEADER);
+      ctx.onReplay?.("true");
+      return run.existing(found);
     }
-    ctx.onReplay?.();
-    return run.existing(found);
+    const earlier = prior === undefined ? undefined : await tx.findCreated(prior);
+    if (earlier === undefined || prior === undefined) return run.create({ key, request: digest });
+    if (earlier.table !== table || earlier.request !== digest) {
+      throw mismatch(earlier, IDEMPOTENCY_PRIOR_KEY_HEADER);
+    }
+    await tx.rekeyCreated(earlier, prior, key);
+    ctx.onReplay?.("prior");
+    return run.existing(earlier);
   }
 
   private async requireEdge(tx: StoreTx, kind: EdgeKind, id: string): Promise<EdgeRow> {

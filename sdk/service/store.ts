@@ -230,6 +230,8 @@ export interface StoreTx {
   lockCreateKey(key: string): Promise<void>;
   /** The object that a create with `key` made (keys are unique across tables), while it exists. */
   findCreated(key: string): Promise<CreatedObject | undefined>;
+  /** The object `found`, made under key `from`, answers to key `to` from now on. */
+  rekeyCreated(found: CreatedObject, from: string, to: string): Promise<void>;
 
   /** Writes the audit event of this transaction's change (see ./audit): committed with it, or not at all. */
   insertAuditEvent(e: AuditRecord): Promise<void>;

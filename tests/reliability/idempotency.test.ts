@@ -362,3 +362,111 @@ describe.each(FIXTURES)("a create's key lives as long as its object %s", (_label
     });
   });
 });
+
+describe.each(FIXTURES)("Idempotency-Prior-Key %s", (_label, makeFixture) => {
+  // The provider's guess before a stack's state anchors its identity (provider/identity): an
+  // earlier create may have used the prior key; its object is answered and takes the new key.
+  let fx: Fixture;
+  let edgeId: string;
+  let tlsId: string;
+  beforeAll(async () => {
+    fx = await makeFixture();
+    edgeId = (await fx.client.createHttpsEdge({})).id;
+    tlsId = (await fx.client.createTlsEdge({})).id;
+  });
+  afterAll(async () => fx?.close());
+  const routes = () => `/edges/https/${edgeId}/routes`;
+  const keys = (key: string, prior?: string) => ({
+    "idempotency-key": `${key}-${fx.kind}`,
+    ...(prior ? { "idempotency-prior-key": `${prior}-${fx.kind}` } : {}),
+  });
+
+  test("the object made with the prior key is answered (`Idempotent-Replayed: prior`) and carries the new key", async () => {
+    const body = { match_type: "exact_path", match: "/prior" };
+    const first = await raw(fx.transport, "POST", routes(), { body, headers: keys("derived") });
+    expect(first.status).toBe(201);
+    const again = await raw(fx.transport, "POST", routes(), { body, headers: keys("anchored", "derived") });
+    expect([again.status, again.json.id, again.headers.get("idempotent-replayed")]).toEqual([
+      201,
+      first.json.id,
+      "prior",
+    ]);
+    // From now on the new key names it, and the prior one no longer does.
+    const byNew = await raw(fx.transport, "POST", routes(), { body, headers: keys("anchored") });
+    expect([byNew.json.id, byNew.headers.get("idempotent-replayed")]).toEqual([first.json.id, "true"]);
+    const byOld = await raw(fx.transport, "POST", routes(), {
+      body: { match_type: "exact_path", match: "/prior-2" },
+      headers: keys("derived"),
+    });
+    expect([byOld.status, byOld.headers.get("idempotent-replayed")]).toEqual([201, null]);
+    expect(byOld.json.id).not.toBe(first.json.id);
+  });
+
+  test("the key wins over the prior key; neither known: a new object under the key", async () => {
+    const body = {};
+    const a = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-a") });
+    const b = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-b") });
+    const both = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-a", "edge-b") });
+    expect([both.json.id, both.headers.get("idempotent-replayed")]).toEqual([a.json.id, "true"]);
+    // b keeps its own key: the prior key only serves when the key names nothing.
+    const stillB = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-b") });
+    expect(stillB.json.id).toBe(b.json.id);
+    const fresh = await raw(fx.transport, "POST", "/edges/https", {
+      body,
+      headers: keys("edge-c", "edge-d"),
+    });
+    expect([fresh.status, fresh.headers.get("idempotent-replayed")]).toEqual([201, null]);
+    expect(new Set([a.json.id, b.json.id, fresh.json.id]).size).toBe(3);
+  });
+
+  test("a TLS IP restriction's keyed PUT finds the module by its prior key", async () => {
+    const put = (headers: Record<string, string>) =>
+      raw(fx.transport, "PUT", `/edges/tls/${tlsId}/ip_restriction`, {
+        body: { ip_policy_ids: ["p1"] },
+        headers,
+      });
+    expect((await put(keys("tls-derived"))).status).toBe(200);
+    const again = await put(keys("tls-anchored", "tls-derived"));
+    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "prior"]);
+    expect((await put(keys("tls-anchored"))).headers.get("idempotent-replayed")).toBe("true");
+  });
+
+  describe("rejected, naming the header, nothing changed", () => {
+    let ids: { edge: string; key: string; prior: string };
+    beforeAll(async () => {
+      ids = { edge: edgeId, key: `pk-${fx.kind}`, prior: `pk-prior-${fx.kind}` };
+      const made = await raw(fx.transport, "POST", routes(), {
+        body: { match_type: "exact_path", match: "/pk" },
+        headers: { "idempotency-key": ids.prior },
+      });
+      expect(made.status).toBe(201);
+    });
+    const invalid = (field: string) => ({ status: 400, code: ERROR_CODES.validation.code, field });
+    test.each<Rejection>([
+      {
+        case: "the prior key of another body",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: { match_type: "exact_path", match: "/pk-other" },
+        headers: { "idempotency-key": "{key}", "idempotency-prior-key": "{prior}" },
+        ...invalid("Idempotency-Prior-Key"),
+      },
+      {
+        case: "a prior key without a key",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: { match_type: "exact_path", match: "/pk" },
+        headers: { "idempotency-prior-key": "{prior}" },
+        ...invalid("Idempotency-Prior-Key"),
+      },
+      {
+        case: "a prior key with a space",
+        method: "POST",
+        path: "/edges/https/{edge}/routes",
+        body: { match_type: "exact_path", match: "/pk" },
+        headers: { "idempotency-key": "{key}", "idempotency-prior-key": "with space" },
+        ...invalid("Idempotency-Prior-Key"),
+      },
+    ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+  });
+});
