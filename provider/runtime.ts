@@ -8,7 +8,7 @@
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { configureFromStack } from "./config";
-import { dynamicProvider } from "./dynamic";
+import { dynamicProvider, stackAnchorProvider } from "./dynamic";
 import { connectEngineLog } from "./engine/log";
 import { exitWhenEngineGone } from "./engine/watchdog";
 import type { ResourceKind } from "./lifecycle";
@@ -34,6 +34,7 @@ export const handlers = {
   tlsEdge: withConfigure(providers.tlsEdge),
   httpsEdgeRoute: withConfigure(providers.httpsEdgeRoute),
   tlsEdgeIpRestriction: withConfigure(providers.tlsEdgeIpRestriction),
+  stackAnchor: stackAnchorProvider,
 };
 
 /**

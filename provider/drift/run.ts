@@ -14,6 +14,7 @@ import {
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
 import { errorMessage } from "../../sdk/contract";
+import { STACK_ANCHOR } from "../identity";
 import {
   type Author,
   changedFields,
@@ -221,8 +222,21 @@ export function engineMessage(e: unknown, errors: readonly string[]): string {
   );
 }
 
+/**
+ * A step of the provider's own bookkeeping, not drift: the dynamic face's StackAnchor (the stack's
+ * anchor, provider/identity), made by the first `up` of a stack deployed by 0.2.0.
+ */
+const isBookkeeping = (step: StepEventMetadata) => step.type === `pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}`;
+
 /** What one engine run's events say: the changed resources with their fields and authors. */
 export class EventLog {
+  /** How many of the steps were bookkeeping (see isBookkeeping). */
+  bookkeeping(): number {
+    return this.steps.filter(
+      (s) => !["same", "refresh", "read", "discard"].includes(s.op) && isBookkeeping(s),
+    ).length;
+  }
+
   private readonly steps: StepEventMetadata[] = [];
   private readonly warnings = new Map<string, string[]>();
   readonly errors: string[] = [];
@@ -257,6 +271,7 @@ export class EventLog {
     for (const step of this.steps) {
       if (["same", "refresh", "read", "discard"].includes(step.op)) continue;
       if (step.type === "pulumi:pulumi:Stack") continue;
+      if (isBookkeeping(step)) continue;
       const name = step.urn.split("::").pop() ?? step.urn;
       const live = step.old?.inputs ?? {};
       const declared = step.new?.inputs ?? {};
@@ -292,7 +307,11 @@ export async function checkStack(target: Target, engine: Engine): Promise<StackR
       onEvent: log.onEvent,
     });
     const resources = log.drifted();
-    const changes = Object.entries(preview.changeSummary).some(([op, n]) => op !== "same" && (n ?? 0) > 0);
+    const changed = Object.entries(preview.changeSummary).reduce(
+      (sum, [op, n]) => sum + (op === "same" ? 0 : (n ?? 0)),
+      0,
+    );
+    const changes = changed > log.bookkeeping();
     return {
       ...target,
       verdict: changes || resources.length > 0 ? "drifted" : "clean",

@@ -1,6 +1,6 @@
 /**
  * The dynamic face: Pulumi's dynamic ResourceProvider over the face-neutral lifecycles. It only
- * adapts: the inputs the face adds for the host (`__provider`, `__urn`: see resources/glue) ride
+ * adapts: the inputs the face adds for the host (`__provider`, `__urn`, `__anchor`: see resources/glue) ride
  * along untouched, reads of a gone object answer an empty id, the client comes from the
  * provider's configuration at call time, check failures are named as the engine prints them, and
  * the secret leaves go back wrapped as secrets (the host takes none in, but the engine keeps
@@ -8,6 +8,7 @@
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { operation } from "../engine/call";
+import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
 import { concealLeaves, isSecret } from "../engine/secrets";
 import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
 import { checkedInputs } from "../lifecycle/types";
@@ -27,6 +28,25 @@ function split(value: unknown): { program: Props; face: Props } {
 const urnOf = (inputs: unknown): string | undefined => {
   const urn = split(inputs).face.__urn;
   return typeof urn === "string" && urn !== "" ? urn : undefined;
+};
+
+/** The stack's anchor a resource's inputs carry (see resources/glue), if any. */
+const anchorOf = (inputs: unknown): string | undefined => {
+  const anchor = split(inputs).face[ANCHOR_KEY];
+  return isAnchor(anchor) ? anchor : undefined;
+};
+
+/**
+ * The `StackAnchor` resource (see resources/glue): its create makes the stack's anchor
+ * (provider/identity), which its state then keeps; nothing else ever changes it, and it has no
+ * object on the service.
+ */
+export const stackAnchorProvider: dynamic.ResourceProvider<Props, Props> = {
+  check: async (_olds, news) => ({ inputs: news }),
+  diff: async () => ({ changes: false }),
+  create: async () => ({ id: "anchor", outs: { anchor: newAnchor() } }),
+  read: async (id, props) => ({ id, props }),
+  delete: async () => undefined,
 };
 
 /**
@@ -64,7 +84,7 @@ export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.Resour
     },
     async create(inputs) {
       const urn = urnOf(inputs);
-      const { client, ctx } = operation(urn, { create: true });
+      const { client, ctx } = operation(urn, { create: { anchor: anchorOf(inputs) } });
       const { id, outs } = await life.create(client, typed(inputs), ctx);
       return { id, outs: withUrn(concealed(outs), urn) };
     },

@@ -6,7 +6,7 @@
 import type { RetryNotice } from "../../sdk/transport";
 import type { EdgeClient } from "../../sdk/client";
 import { edgeClient } from "../config";
-import { createIdentity } from "../identity";
+import { createIdentityOf } from "../identity";
 import type { OperationContext } from "../lifecycle";
 import { resourceLog } from "./log";
 
@@ -17,13 +17,23 @@ function retryText(n: RetryNotice): string {
   return `${n.operation}: ${n.reason} (attempt ${n.attempt}); retrying in ${secondsText(n.delayMs)}, giving up in ${secondsText(n.remainingMs)} (edge:requestDeadlineMs)`;
 }
 
+let warned = false;
+
+/**
+ * The client and context of one operation of `urn`. A create is told the stack's anchor, as its
+ * face found it in the state (or made it for the state: see ../identity).
+ */
 export function operation(
   urn: string | undefined,
-  opts: { create?: boolean } = {},
+  opts: { create?: { anchor: string | undefined } } = {},
 ): { client: EdgeClient; ctx: OperationContext } {
   const log = resourceLog(urn);
   const client = edgeClient().with({ onRetry: (n) => log.info(retryText(n)) });
-  const identity = opts.create && urn ? createIdentity(urn) : undefined;
+  const identity = opts.create && urn ? createIdentityOf(urn, opts.create.anchor) : undefined;
+  if (identity?.warning && !warned) {
+    warned = true;
+    log.warn(identity.warning);
+  }
   // The name is the URN's last part (`urn:pulumi:stack::project::type::name`).
   const name = urn?.split("::").pop() || undefined;
   return { client, ctx: { log, identity, name } };

@@ -1,4 +1,4 @@
-import type { EdgeClient } from "../../sdk/client";
+import type { CreateOptions, EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
 import { ID_PATTERN } from "../../sdk/contract";
 import { isProps } from "../model/check";
@@ -15,7 +15,7 @@ import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
 import { attributeDeletion, attributeDrift } from "./attribution";
 import { BadIdError, readOrGone } from "./errors";
-import { heldByCreate, noteCreated } from "./held";
+import { createOptions, heldByCreate, noteCreated } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 type EdgeKind = "https" | "tls";
@@ -24,14 +24,12 @@ type EdgeKind = "https" | "tls";
 function calls(client: EdgeClient, kind: EdgeKind) {
   return kind === "https"
     ? {
-        create: (b: EdgeInputs, identity?: string) =>
-          client.createHttpsEdge(edgeCreateRequest(b), { identity }),
+        create: (b: EdgeInputs, keys: CreateOptions) => client.createHttpsEdge(edgeCreateRequest(b), keys),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getHttpsEdge(id),
         del: (id: string) => client.deleteHttpsEdge(id),
       }
     : {
-        create: (b: EdgeInputs, identity?: string) =>
-          client.createTlsEdge(edgeCreateRequest(b), { identity }),
+        create: (b: EdgeInputs, keys: CreateOptions) => client.createTlsEdge(edgeCreateRequest(b), keys),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getTlsEdge(id),
         del: (id: string) => client.deleteTlsEdge(id),
       };
@@ -43,7 +41,7 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
     check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
     diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),
     async create(client, inputs, ctx) {
-      const edge = await calls(client, kind).create(edgeConfigOf(inputs), ctx?.identity);
+      const edge = await calls(client, kind).create(edgeConfigOf(inputs), createOptions(ctx));
       noteCreated(label, edge.id, edge, ctx, {
         importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
         importId: edge.id,

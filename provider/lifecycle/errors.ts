@@ -1,9 +1,14 @@
 import { EdgeApiError } from "../../sdk/client";
+import type { Replayed } from "../../sdk/contract";
 
 export const isNotFound = (e: unknown): boolean => e instanceof EdgeApiError && e.isNotFound;
 export const isConflict = (e: unknown): boolean => e instanceof EdgeApiError && e.isConflict;
-/** A keyed create whose key an earlier create of the same resource used with another body. */
-export const isKeyReused = (e: unknown): boolean => e instanceof EdgeApiError && e.isKeyReused;
+/**
+ * A keyed create whose key an earlier create of the same resource used with another body: by
+ * which of its keys (see `EdgeApiError.keyReused`), else undefined.
+ */
+export const keyReused = (e: unknown): Replayed | undefined =>
+  e instanceof EdgeApiError ? e.keyReused : undefined;
 
 /** Runs a read; "not found" means the object is gone (undefined). */
 export async function readOrGone<T>(run: () => Promise<T>): Promise<T | undefined> {

@@ -14,8 +14,8 @@ import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
 import { attributeDeletion, attributeDrift } from "./attribution";
-import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
-import { assertRecoverable, heldByCreate, noteAdopted, noteCreated, type TakeOnPurpose } from "./held";
+import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
+import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 /**
@@ -57,16 +57,17 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
     try {
       // Keyed on what names the route on its edge (the path, matchType, match): a route an earlier
       // run made for this resource is found again even when the program changed its other inputs.
-      route = await client.createRoute(desired.edge_id, routeCreateRequest(desired), {
-        identity: ctx?.identity,
-        keyedOn: { match_type: desired.match_type, match: desired.match },
-      });
+      route = await client.createRoute(
+        desired.edge_id,
+        routeCreateRequest(desired),
+        createOptions(ctx, { match_type: desired.match_type, match: desired.match }),
+      );
       noteCreated("route", route.id, route, ctx, takeRoute(desired.edge_id, route.id));
     } catch (e) {
-      const ours = isKeyReused(e);
-      if (!ours && !isConflict(e)) throw e;
+      const ours = keyReused(e);
+      if (ours === undefined && !isConflict(e)) throw e;
       const existing = await findByMatch(client, desired);
-      if (!existing || (!ours && inputs.adopt !== true)) {
+      if (!existing || (ours === undefined && inputs.adopt !== true)) {
         throw new Error(
           `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"` +
             (existing ? ` (${existing.id})` : "") +
@@ -75,9 +76,15 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
       }
       // Ours (an earlier run made it for this resource, with other inputs), or adopted: brought to
       // the desired configuration in place, no recreate.
-      if (ours) {
-        assertRecoverable("route", existing.id, existing.created_at, takeRoute(desired.edge_id, existing.id));
-        noteAdopted("route", existing.id, ctx, "made for this resource by an earlier run with other inputs");
+      if (ours !== undefined) {
+        const take = takeRoute(desired.edge_id, existing.id);
+        const how = takeFound("route", existing.id, existing.created_at, ours, ctx, take);
+        noteAdopted(
+          "route",
+          existing.id,
+          ctx,
+          `made for this resource by an earlier run with other inputs, found ${how}`,
+        );
       } else noteAdopted("route", existing.id, ctx);
       const plan = planRoute(routeConfigOfResponse(existing), desired);
       route =

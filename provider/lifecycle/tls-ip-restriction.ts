@@ -12,11 +12,16 @@ import type { TlsIpRestrictionInputs, TlsIpRestrictionOutputs } from "../model/t
 import { applyTlsIpRestrictionPlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
 import { attributeDeletion, attributeDrift } from "./attribution";
-import { BadIdError, isConflict, isKeyReused, readOrGone } from "./errors";
-import { heldByCreate, noteAdopted, noteCreated } from "./held";
+import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
+import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 const LABEL = "IP restriction of TLS edge";
+const TAKE = (edgeId: string): TakeOnPurpose => ({
+  importType: "edge:index:TlsEdgeIpRestriction",
+  importId: edgeId,
+  dynamic: "set `adopt: true` on the resource (dynamic resources)",
+});
 
 /** The module's id is its TLS edge's id. */
 function edgeIdOf(id: string, stored: unknown): string {
@@ -43,19 +48,23 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
     try {
       // A keyed PUT creates the module only where none is configured, once per identity; keyed on
       // the edge alone, so that the module an earlier run made is found again whatever its inputs.
+      const keys = createOptions(ctx, {});
       module = await client.putTlsIpRestriction(inputs.edgeId, request, {
-        identity: ctx?.identity ?? `unnamed ${inputs.edgeId}`,
-        keyedOn: {},
+        ...keys,
+        identity: keys.identity ?? `unnamed ${inputs.edgeId}`,
       });
-      noteCreated(LABEL, inputs.edgeId, module, ctx, {
-        importType: "edge:index:TlsEdgeIpRestriction",
-        importId: inputs.edgeId,
-        dynamic: "set `adopt: true` on the resource (dynamic resources)",
-      });
+      noteCreated(LABEL, inputs.edgeId, module, ctx, TAKE(inputs.edgeId));
     } catch (e) {
-      if (isKeyReused(e)) {
+      const by = keyReused(e);
+      if (by !== undefined) {
         // Made for this resource by an earlier run, with other inputs: replaced by these.
-        noteAdopted(LABEL, inputs.edgeId, ctx, "made for this resource by an earlier run with other inputs");
+        const how = takeFound(LABEL, inputs.edgeId, undefined, by, ctx, TAKE(inputs.edgeId));
+        noteAdopted(
+          LABEL,
+          inputs.edgeId,
+          ctx,
+          `made for this resource by an earlier run with other inputs, found ${how}`,
+        );
         module = await client.putTlsIpRestriction(inputs.edgeId, request);
       } else {
         if (!isConflict(e)) throw e;

@@ -5,6 +5,7 @@
  * adapts: its own wire types in, these out.
  */
 import type { EdgeClient } from "../../sdk/client";
+import type { CreateIdentity } from "../identity";
 import type { Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 
@@ -22,10 +23,10 @@ export interface ResourceLog {
 /** What a face knows of the operation beyond its inputs. */
 export interface OperationContext {
   /**
-   * Create only: the stable identity of the resource asking (provider/identity): the create is
-   * made once for it, whatever was lost in this run or an earlier one.
+   * Create only: the identity of the resource asking (provider/identity): the create is made once
+   * for it, whatever was lost in this run or an earlier one.
    */
-  identity?: string;
+  identity?: CreateIdentity;
   /** The engine's log for this resource. */
   log?: ResourceLog;
   /** The resource's name (the last part of its URN), when the face knows it: what warnings call it. */

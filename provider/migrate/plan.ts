@@ -5,6 +5,7 @@
  * (an alias to another provider is a replacement), hence state surgery plus import. Pure: the plan
  * from a stack export.
  */
+import { STACK_ANCHOR } from "../identity";
 import { RESOURCE_KINDS, type ResourceKind, TYPE_NAMES } from "../lifecycle";
 
 /** What `pulumi stack export` holds of a resource (the fields used here). */
@@ -52,6 +53,9 @@ export function migrationPlan(resources: readonly ExportedResource[], version: s
   const imports: ImportEntry[] = [];
   for (const r of resources) {
     const name = DYNAMIC_TYPE.exec(r.type)?.[1];
+    // The dynamic resources' anchor (provider/identity) goes with them: the packaged provider
+    // keeps an anchor of its own.
+    if (name === STACK_ANCHOR) forget.unshift(r.urn);
     const kind = name ? KIND_OF_NAME.get(name) : undefined;
     if (!kind) continue;
     forget.unshift(r.urn); // state order is dependencies first: forget in reverse

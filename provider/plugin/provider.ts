@@ -5,7 +5,9 @@
  */
 import { VERSION } from "../../sdk/version";
 import type * as provider from "@pulumi/pulumi/provider";
+import { isDeepStrictEqual } from "node:util";
 import { configureFromStack, engineConfig } from "../config";
+import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
 import { operation } from "../engine/call";
 import type { EdgeClient } from "../../sdk/client";
 import {
@@ -130,14 +132,40 @@ export class EdgeProvider implements provider.Provider {
 
   /**
    * The provider's inputs as the state keeps them: the secret ones wrapped, so a key set without
-   * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this).
+   * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this);
+   * and the stack's anchor (../identity), kept from `olds`, or made for a provider resource that
+   * has none yet (once per process and resource, however often the engine checks it).
    */
-  checkConfig(news: unknown): Record<string, unknown> {
-    return isProps(news) ? conceal(news, SECRET_CONFIG) : {};
+  checkConfig(urn: string, olds: unknown, news: unknown): Record<string, unknown> {
+    const kept = isProps(olds) ? olds[ANCHOR_KEY] : undefined;
+    let anchor = isAnchor(kept) ? kept : this.born.get(urn);
+    if (anchor === undefined) {
+      anchor = newAnchor();
+      this.born.set(urn, anchor);
+    }
+    return { ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}), [ANCHOR_KEY]: anchor };
   }
+  private readonly born = new Map<string, string>();
+
+  /**
+   * Whether the provider's inputs differ beyond the anchor (serve.ts answers DiffConfig with this):
+   * the anchor a 0.2.0 state lacks is no change. No change replaces the resources.
+   */
+  diffConfig(olds: unknown, news: unknown): boolean {
+    const without = (v: unknown) => {
+      const { [ANCHOR_KEY]: _anchor, ...rest } = isProps(v) ? v : {};
+      return rest;
+    };
+    return !isDeepStrictEqual(without(olds), without(news));
+  }
+
+  /** The stack's anchor, as the engine configured this provider (../identity). */
+  private anchor: string | undefined;
 
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
   configure({ args, variables, name }: ProviderConfig): void {
+    const anchor = args[ANCHOR_KEY];
+    this.anchor = isAnchor(anchor) ? anchor : undefined;
     // A default provider takes the stack's current config, which the engine hands the plugin
     // even where `args` are those saved at the last update (refresh and destroy without
     // --run-program): a key rotated or revoked since is the one used.
@@ -184,7 +212,7 @@ export class EdgeProvider implements provider.Provider {
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = operation(urn, { create: true });
+    const { client, ctx } = operation(urn, { create: { anchor: this.anchor } });
     const { id, outs } = await handler.create(client, reveal(inputs), ctx);
     return { id: resourceId(kind, id, outs), outs: this.concealed(kind, outs, inputs) };
   }

@@ -1,10 +1,12 @@
 /**
  * Serves EdgeProvider over Pulumi's provider protocol with `@pulumi/pulumi/provider`'s `main`,
- * mending four gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
+ * mending five gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
  * - its Configure answers without handing the configuration to the provider: we read the
  *   request's args, variables and provider name first, then let it answer (accepting secrets);
  * - its CheckConfig is unimplemented, so the engine keeps provider inputs as typed: we answer
- *   them with the schema's secret inputs (`apiKey`) wrapped, so the state keeps those encrypted;
+ *   them with the schema's secret inputs (`apiKey`) wrapped, so the state keeps those encrypted,
+ *   and with the stack's anchor (../identity) among them; its DiffConfig too: we answer that the
+ *   anchor alone is no change;
  * - its Read calls `getProperties().toJavaScript()`, and an import sends no properties: we give
  *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`;
  * - its DiffResult has no detailed diff: we put the plan's, property path by path, on the answer,
@@ -55,12 +57,32 @@ function mendServer(edge: EdgeProvider): void {
         configure(call, callback);
       };
     }
+    type Props = { toJavaScript(): Record<string, unknown> } | undefined;
+    const props = (value: unknown) => (value as Props)?.toJavaScript() ?? {};
     handlers.checkConfig = (call, callback) => {
       try {
         const { CheckResponse } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
-        const news = call.request.getNews!() as { toJavaScript(): Record<string, unknown> } | undefined;
+        const r = call.request;
+        const urn = r.getUrn?.();
+        const inputs = edge.checkConfig(
+          typeof urn === "string" ? urn : "",
+          props(r.getOlds?.()),
+          props(r.getNews?.()),
+        );
         const response = new CheckResponse();
-        response.setInputs(Struct.fromJavaScript(edge.checkConfig(news?.toJavaScript() ?? {})));
+        response.setInputs(Struct.fromJavaScript(inputs));
+        callback(undefined, response);
+      } catch (e) {
+        callback(e);
+      }
+    };
+    handlers.diffConfig = (call, callback) => {
+      try {
+        const { DiffResponse } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
+        const r = call.request;
+        const changed = edge.diffConfig(props(r.getOldInputs?.() ?? r.getOlds?.()), props(r.getNews?.()));
+        const response = new DiffResponse();
+        response.setChanges(DiffResponse.DiffChanges[changed ? "DIFF_SOME" : "DIFF_NONE"]);
         callback(undefined, response);
       } catch (e) {
         callback(e);
@@ -89,6 +111,9 @@ function mendServer(edge: EdgeProvider): void {
 interface ProviderProto {
   PropertyDiff: new () => { setKind(k: number): void; setInputdiff(v: boolean): void };
   CheckResponse: new () => { setInputs(inputs: unknown): void };
+  DiffResponse: (new () => { setChanges(c: number): void }) & {
+    DiffChanges: { DIFF_NONE: number; DIFF_SOME: number };
+  };
 }
 interface DiffAnswer {
   getDetaileddiffMap(): { set(key: string, value: unknown): void };

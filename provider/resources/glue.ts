@@ -10,14 +10,45 @@
  *   refreshes and destroys from another: nothing in it names a path.
  * - `__urn`: the resource's own URN, which the host does not hand to `create`: the identity its
  *   creates carry, so that a create is made exactly once across runs (provider/identity).
- *   Diffs ignore both.
+ * - `__anchor`: the stack's anchor, which its state keeps as the output of one `StackAnchor`
+ *   resource (`pulumi-nodejs:dynamic/edge:StackAnchor::pulumi-edge`, made with the stack's first
+ *   resource of ours, deleted last): the other half of that identity (provider/identity).
+ * Diffs ignore all three.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { ANCHOR_KEY, STACK_ANCHOR } from "../identity";
 import type { ProviderKind } from "../runtime";
 
 /** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
-const providerModule = (kind: ProviderKind): string =>
+const providerModule = (kind: ProviderKind | "stackAnchor"): string =>
   `exports.handler = () => require("pulumi-edge/runtime").handlers.${kind};\n`;
+
+/**
+ * The stack's anchor in its state (provider/identity): a random value the dynamic provider host
+ * makes at the resource's create and keeps as its output; no object on the service.
+ */
+class StackAnchor extends pulumi.CustomResource {
+  declare readonly anchor: pulumi.Output<string>;
+  constructor() {
+    super(`pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}`, "pulumi-edge", {
+      __provider: providerModule("stackAnchor"),
+      anchor: undefined,
+    });
+  }
+}
+
+/** One anchor per deployment (an Automation API process may run several: keyed by its monitor). */
+const anchors = new WeakMap<object, pulumi.Output<string>>();
+function stackAnchor(): pulumi.Output<string> | undefined {
+  const monitor = pulumi.runtime.getMonitor();
+  if (!monitor) return undefined;
+  let anchor = anchors.get(monitor);
+  if (!anchor) {
+    anchor = new StackAnchor().anchor;
+    anchors.set(monitor, anchor);
+  }
+  return anchor;
+}
 
 /**
  * The URN the engine gives the resource: a plain string when it has no parent (the common case:
@@ -71,6 +102,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
         __provider: providerModule(kind),
         // A lookup (`get`) creates nothing: it needs no identity.
         __urn: opts.id === undefined ? urnOf(name, token, opts.parent) : undefined,
+        [ANCHOR_KEY]: opts.id === undefined ? stackAnchor() : undefined,
       },
       opts,
     );

@@ -28,7 +28,7 @@ test("https-route-basic: edge and route with backend, compression, headers, circ
   try {
     const stack = await exampleStack(ex);
     const up = await stack.up(quiet);
-    expect(up.summary.resourceChanges?.create).toBe(3);
+    expect(up.summary.resourceChanges?.create).toBe(4); // the stack, an edge, a route, the stack's anchor (provider/identity)
     expect(up.outputs.circuitBreaker!.value).toEqual({
       enabled: true,
       trippedDuration: 30,
@@ -141,7 +141,7 @@ test("declarative: edges.yaml validated with file, line, entry and field; an edi
 
     writeFileSync(yamlFile, original);
     const up = await stack.up(quiet);
-    expect(up.summary.resourceChanges?.create).toBe(7); // 2 edges, 3 routes, 1 restriction, the stack
+    expect(up.summary.resourceChanges?.create).toBe(8); // 2 edges, 3 routes, 1 restriction, the stack, its anchor
     const routes = up.outputs.routes!.value as Record<string, string>;
     expect(Object.keys(routes).sort()).toEqual(["web.api", "web.site", "web.stripe-hooks"]);
 

@@ -154,7 +154,7 @@ test("switched program + migrate-to-packaged: no write to the service, no route 
 
   const dry = await migrate();
   expect(dry.code).toBe(0);
-  expect(dry.out).toMatch(/forget \(not delete\) 7 dynamic resources, then import:/);
+  expect(dry.out).toMatch(/forget \(not delete\) 8 dynamic resources, then import:/);
   expect(dry.out).toMatch(/edge:index:HttpsEdgeRoute "api" edghts_\w+\/edghtsrt_\w+/);
   expect(dry.out).toMatch(/dry run/);
 

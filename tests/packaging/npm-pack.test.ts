@@ -105,7 +105,7 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   const providers = deployment.resources
     .filter((r) => r.outputs?.__provider)
     .map((r) => r.outputs.__provider as string);
-  expect(providers).toHaveLength(4);
+  expect(providers).toHaveLength(5); // the four resources and the stack's anchor (provider/identity)
   for (const code of providers) {
     // Only what the dynamic provider host needs: a module whose handler() returns the provider.
     expect(code).toMatch(/^exports\.handler = \(\) => require\("pulumi-edge\/runtime"\)\.handlers\.\w+;\n$/);
@@ -121,7 +121,7 @@ test("npm pack → fresh project → up; moved elsewhere, the state refreshes an
   expect(refresh.summary.result).toBe("succeeded");
   await moved.preview({ ...quiet, expectNoChanges: true });
   const destroy = await moved.destroy(quiet);
-  expect(destroy.summary.resourceChanges?.delete).toBe(5);
+  expect(destroy.summary.resourceChanges?.delete).toBe(6);
 }, 600_000); // npm pack builds the SDKs and six archives, then npm install and four engine runs
 
 test("the installed package carries the plugin and every generated SDK; the plugin runs from node_modules", async () => {

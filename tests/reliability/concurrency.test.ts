@@ -92,7 +92,7 @@ test("pulumi up --parallel 32: 100 routes on one edge created, updated and destr
   });
   await setSpec(stack, spec("bkd_one"));
   const up = await stack.up({ ...quiet, parallel: 32 });
-  expect(up.summary.resourceChanges).toMatchObject({ create: 102 }); // 100 routes, the edge, the stack
+  expect(up.summary.resourceChanges).toMatchObject({ create: 103 }); // 100 routes, the edge, the stack, its anchor
   const edgeId = (await stack.outputs()).edgeIds!.value.e as string;
   await expectSameRoutes([{ stack, ws }], edgeId, 100);
   await stack.preview({ ...quiet, expectNoChanges: true, parallel: 32 });

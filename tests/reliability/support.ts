@@ -386,7 +386,8 @@ export async function stateOf(
       : v,
   );
   const resources: StateResource[] = (deployment.resources ?? [])
-    .filter((r: any) => /^(pulumi-nodejs:dynamic\/edge|edge:index):/.test(String(r.type)))
+    // The edge objects the stack manages (not the dynamic face's StackAnchor: no object).
+    .filter((r: any) => /^(pulumi-nodejs:dynamic\/edge|edge:index):(?!StackAnchor$)/.test(String(r.type)))
     .map((r: any) => {
       const t = String(r.type);
       const kind = t.includes("HttpsEdgeRoute")
@@ -417,22 +418,32 @@ export async function stateOf(
 /** `pulumi <args>` as a user runs it (in its own process group: signals meant for the test runner do not reach it). */
 export function spawnPulumi(
   args: string[],
-  opts: { cwd: string; stateDir: string; stackName?: string; env?: Record<string, string> },
+  opts: {
+    cwd: string;
+    stateDir: string;
+    stackName?: string;
+    env?: Record<string, string>;
+    /** Runs the CLI (and all it starts) under this host name, in a UTS namespace of its own (root). */
+    hostname?: string;
+  },
 ): {
   child: ChildProcess;
   output: () => string;
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 } {
-  const child = spawn(
-    path.join(engine.PULUMI_BIN, "pulumi"),
-    [...args, "--stack", opts.stackName ?? "test", "--non-interactive", "--color", "never"],
-    {
-      cwd: opts.cwd,
-      env: { ...process.env, ...engine.engineEnv({ stateDir: opts.stateDir, extra: opts.env }) },
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-    },
-  );
+  const pulumi = path.join(engine.PULUMI_BIN, "pulumi");
+  // `stackName: ""`: a command that takes no stack (`pulumi login`).
+  const stack = opts.stackName ?? "test";
+  const argv = [...args, ...(stack ? ["--stack", stack] : []), "--non-interactive", "--color", "never"];
+  const [command, commandArgs] = opts.hostname
+    ? ["unshare", ["--uts", "sh", "-c", 'hostname "$0" && exec "$@"', opts.hostname, pulumi, ...argv]]
+    : [pulumi, argv];
+  const child = spawn(command, commandArgs, {
+    cwd: opts.cwd,
+    env: { ...process.env, ...engine.engineEnv({ stateDir: opts.stateDir, extra: opts.env }) },
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
   children.add(child);
   let out = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
