@@ -7,7 +7,7 @@
  * those it sends back: see engine/secrets).
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
-import { operation } from "../engine/call";
+import { operation, withLastWrite } from "../engine/call";
 import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
 import { concealLeaves, isSecret } from "../engine/secrets";
 import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
@@ -86,22 +86,24 @@ export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.Resour
       const urn = urnOf(inputs);
       const { client, ctx } = operation(urn, { create: { anchor: anchorOf(inputs) } });
       const { id, outs } = await life.create(client, typed(inputs), ctx);
-      return { id, outs: withUrn(concealed(outs), urn) };
+      return { id, outs: withUrn(withLastWrite(concealed(outs), client), urn) };
     },
     async read(id, props) {
       // The host hands read no URN: the outputs carry it (see withUrn), for the drift warnings.
       const urn = urnOf(props);
-      const { client, ctx } = operation(urn);
+      const { client, ctx } = operation(urn, { stored: props });
       const found = await life.read(client, id, props, ctx);
       if (found) {
-        return { id: found.id, props: withUrn(concealed(found.outs), urn), inputs: concealed(found.inputs) };
+        const outs = withUrn(withLastWrite(concealed(found.outs), client, props), urn);
+        return { id: found.id, props: outs, inputs: concealed(found.inputs) };
       }
       return { id: "", props: {} }; // gone (a fresh object: the host mutates it)
     },
     async update(id, olds, news) {
       const urn = urnOf(news);
       const { client, ctx } = operation(urn);
-      return { outs: withUrn(concealed(await life.update(client, id, olds, typed(news), ctx)), urn) };
+      const outs = concealed(await life.update(client, id, olds, typed(news), ctx));
+      return { outs: withUrn(withLastWrite(outs, client, olds), urn) };
     },
     async delete(id, props) {
       const { client, ctx } = operation(undefined);

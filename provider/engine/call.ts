@@ -7,7 +7,9 @@ import type { RetryNotice } from "../../sdk/transport";
 import type { EdgeClient } from "../../sdk/client";
 import { edgeClient } from "../config";
 import { createIdentityOf } from "../identity";
+import { LAST_WRITE_KEY } from "../lifecycle/attribution";
 import type { OperationContext } from "../lifecycle";
+import { isProps } from "../model/check";
 import { resourceLog } from "./log";
 
 const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -25,7 +27,7 @@ let warned = false;
  */
 export function operation(
   urn: string | undefined,
-  opts: { create?: { anchor: string | undefined } } = {},
+  opts: { create?: { anchor: string | undefined }; stored?: unknown } = {},
 ): { client: EdgeClient; ctx: OperationContext } {
   const log = resourceLog(urn);
   const client = edgeClient().with({ onRetry: (n) => log.info(retryText(n)) });
@@ -36,5 +38,20 @@ export function operation(
   }
   // The name is the URN's last part (`urn:pulumi:stack::project::type::name`).
   const name = urn?.split("::").pop() || undefined;
-  return { client, ctx: { log, identity, name } };
+  return { client, ctx: { log, identity, name, lastWrite: lastWriteOf(opts.stored) } };
+}
+
+/** The state's record of the stack's last change to an object (see lifecycle/attribution), if any. */
+function lastWriteOf(stored: unknown): string | undefined {
+  const mark = isProps(stored) ? stored[LAST_WRITE_KEY] : undefined;
+  return typeof mark === "string" && mark !== "" ? mark : undefined;
+}
+
+/**
+ * Outputs as the state keeps them: with the `Request-Id` of the stack's last change to the object,
+ * this operation's (`client`'s last write) or else the one `stored` held.
+ */
+export function withLastWrite<O extends object>(outs: O, client: EdgeClient, stored?: unknown): O {
+  const mark = client.lastWrite ?? lastWriteOf(stored);
+  return mark === undefined ? outs : { ...outs, [LAST_WRITE_KEY]: mark };
 }

@@ -6,16 +6,38 @@
  *
  *   route shop-r2: backend.backendId changed out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_…)
  *
+ * Only events since the stack's last write to the object count (the state keeps that write's
+ * `Request-Id`, LAST_WRITE_KEY; every page of them is read, newest first): the author of a drift is
+ * the newest of them that changed the field, and only when nothing newer may have changed it
+ * unseen. An event that lists only some of its fields (`truncated`), a trail that ends before the
+ * stack's write (pruned, or too long to read), or an event whose recorded value is not the value
+ * found, make the author unknown: no line, never another key.
+ *
  * A service without the trail (an older one: 404), or one the key may not ask, gives no
  * attribution and never an error: the drift itself is the engine's to show.
  */
 import type { EdgeClient } from "../../sdk/client";
-import { type AuditEvent, diffChanges } from "../../sdk/contract";
+import {
+  AUDIT_TRUNCATED,
+  type AuditEvent,
+  diffChanges,
+  mapPaths,
+  ROUTE_SECRET_PATHS,
+  SECRET_REDACTED,
+} from "../../sdk/contract";
+import { deepEqual } from "../model/canonical";
 import { toCamel } from "../model/case";
 import type { OperationContext } from "./types";
 
-/** Events of one object looked at: the newest, which hold the last change of any field. */
-const EVENTS_LOOKED_AT = 100;
+/**
+ * Where a resource's state keeps the `Request-Id` of the stack's last change to its object (an
+ * output the faces add and carry; not part of the schema): where attribution stops reading.
+ */
+export const LAST_WRITE_KEY = "__lastWrite";
+
+/** Events per page; and the most read for one object (past it: unknown). */
+const PAGE = 100;
+const MOST_EVENTS = 10_000;
 
 /** Header maps: their keys are header names, kept as they are (see model/case). */
 const VERBATIM_PARENTS = new Set(["request_headers.add", "response_headers.add"]);
@@ -41,14 +63,69 @@ const byWhom = (e: AuditEvent) =>
 /** The resource's name: the last part of its URN, else its id. */
 const nameOf = (ctx: OperationContext | undefined, id: string) => ctx?.name ?? id;
 
-/** The newest events of `objectId`, or undefined when the service keeps no trail or may not tell. */
-async function eventsOf(client: EdgeClient, objectId: string): Promise<AuditEvent[] | undefined> {
+/**
+ * The events of `objectId` since the stack's last write to it (`since`: that write's request id;
+ * none: the whole trail), newest first; `complete` when the trail was read back to that write (or
+ * its beginning). Undefined when the service keeps no trail or may not tell.
+ */
+export async function eventsSince(
+  client: EdgeClient,
+  objectId: string,
+  since: string | undefined,
+): Promise<{ events: AuditEvent[]; complete: boolean } | undefined> {
+  const events: AuditEvent[] = [];
+  let beforeId: string | undefined;
   try {
-    return (await client.listAuditEvents({ objectId, limit: EVENTS_LOOKED_AT })).audit_events;
+    while (events.length < MOST_EVENTS) {
+      const page = await client.listAuditEvents({ objectId, limit: PAGE, beforeId });
+      for (const e of page.audit_events) {
+        if (since !== undefined && e.request_id === since) return { events, complete: true };
+        events.push(e);
+      }
+      const last = page.audit_events.at(-1);
+      if (page.next_page_uri === null || last === undefined) return { events, complete: true };
+      beforeId = last.id;
+    }
+    return { events, complete: false };
   } catch {
     // An older service (404), a key without read scope, a service gone: no attribution, no error.
     return undefined;
   }
+}
+
+/** The value at a dotted wire path of an object image, if any. */
+function valueAt(image: Record<string, unknown>, path: string): unknown {
+  let v: unknown = image;
+  for (const part of path.split(".")) {
+    if (typeof v !== "object" || v === null) return undefined;
+    v = (v as Record<string, unknown>)[part];
+  }
+  return v;
+}
+
+/**
+ * The event that made the value of `path` found in `now`: the newest that changed it, unless an
+ * event that may have changed it unseen comes first (truncated), or the value it recorded is not
+ * the one found (a change the trail missed). Undefined: unknown.
+ */
+export function authorOf(
+  events: readonly AuditEvent[],
+  path: string,
+  now: Record<string, unknown>,
+): AuditEvent | undefined {
+  for (const e of events) {
+    if (e.truncated) return undefined;
+    const hit = Object.keys(e.changes).find((q) => concerns(q, path));
+    if (hit === undefined) continue;
+    const change = e.changes[hit];
+    if (hit === path && change !== undefined) {
+      const recorded = "after" in change ? change.after : undefined;
+      const known = recorded !== AUDIT_TRUNCATED && recorded !== SECRET_REDACTED;
+      if (known && !deepEqual(recorded, valueAt(now, path))) return undefined;
+    }
+    return e;
+  }
+  return undefined;
 }
 
 /**
@@ -72,11 +149,11 @@ export async function attributeDrift(
     (k) => now[k] === undefined && typeof stored[k] === "object" && stored[k] !== null,
   );
   const drifted = [...gone, ...paths.filter((p) => !gone.some((g) => p.startsWith(`${g}.`)))];
-  const events = await eventsOf(client, what.objectId);
-  if (!events) return;
+  const trail = await eventsSince(client, what.objectId, ctx.lastWrite);
+  if (!trail?.complete) return;
   const lines: string[] = [];
   for (const path of drifted) {
-    const event = events.find((e) => Object.keys(e.changes).some((q) => concerns(q, path)));
+    const event = authorOf(trail.events, path, now);
     if (!event) continue;
     const verb = gone.includes(path) ? "deleted" : "changed";
     lines.push(
@@ -96,13 +173,45 @@ export async function attributeDeletion(
   what: { label: string; id: string; objectId: string; parentId?: string },
 ): Promise<void> {
   if (!ctx?.log) return;
-  const own = (await eventsOf(client, what.objectId))?.find((e) => e.operation.startsWith("delete_"));
-  const parent =
-    own || what.parentId === undefined
-      ? undefined
-      : (await eventsOf(client, what.parentId))?.find((e) => e.operation.startsWith("delete_"));
+  // A delete is its object's last event: the newest since the stack's write, or none.
+  const deletion = async (objectId: string, since?: string) => {
+    const newest = (await eventsSince(client, objectId, since))?.events[0];
+    return newest?.operation.startsWith("delete_") ? newest : undefined;
+  };
+  const own = await deletion(what.objectId, ctx.lastWrite);
+  const parent = own || what.parentId === undefined ? undefined : await deletion(what.parentId);
   const event = own ?? parent;
   if (!event) return;
   const how = own ? "deleted out of band" : `deleted out of band with its edge ${what.parentId}`;
   ctx.log.warn(`${what.label} ${nameOf(ctx, what.id)}: ${how} ${byWhom(event)}`);
+}
+
+/**
+ * The secret leaves of a route answered redacted (a `read` key may not see them; gaps.md) that the
+ * trail says changed since the stack's last write: the others are what the state holds. Without
+ * the stack's write in the state (a state of 0.2.0), or a trail, none are said changed: a read
+ * key must not make drift out of values it cannot see.
+ */
+export async function secretsChangedSince(
+  client: EdgeClient,
+  ctx: OperationContext | undefined,
+  routeId: string,
+  redacted: readonly string[],
+): Promise<string[]> {
+  if (redacted.length === 0 || ctx?.lastWrite === undefined) return [];
+  const trail = await eventsSince(client, routeId, ctx.lastWrite);
+  if (!trail) return [];
+  return redacted.filter((path) =>
+    trail.events.some((e) => Object.keys(e.changes).some((q) => concerns(q, path))),
+  );
+}
+
+/** The wire paths of a route's secret leaves that hold SECRET_REDACTED (ROUTE_SECRET_PATHS, expanded). */
+export function redactedSecretPaths(route: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  mapPaths(route, ROUTE_SECRET_PATHS, (leaf, at) => {
+    if (leaf === SECRET_REDACTED) out.push(at.join("."));
+    return leaf;
+  });
+  return out;
 }

@@ -1,5 +1,5 @@
 import type { EdgeClient } from "../../sdk/client";
-import { ID_PATTERN, type Route } from "../../sdk/contract";
+import { ID_PATTERN, mapPaths, ROUTE_SECRET_PATHS, type Route } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import {
   checkRoute,
@@ -13,7 +13,13 @@ import {
 import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
 import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planRoute } from "../plan/route";
-import { attributeDeletion, attributeDrift } from "./attribution";
+import {
+  attributeDeletion,
+  attributeDrift,
+  camelPath,
+  redactedSecretPaths,
+  secretsChangedSince,
+} from "./attribution";
 import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
 import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
@@ -39,6 +45,16 @@ async function findByMatch(client: EdgeClient, want: RouteConfig): Promise<Route
     if (route.match_type === want.match_type && route.match === want.match) return route;
   }
   return undefined;
+}
+
+/** `route` with the secret leaves at `paths` (dotted wire paths) taken from `from` (the state's). */
+function withSecretsOf(route: Route, from: RouteConfig, paths: readonly string[]): Route {
+  if (paths.length === 0) return route;
+  return mapPaths(route, ROUTE_SECRET_PATHS, (leaf, at) => {
+    if (!paths.includes(at.join("."))) return leaf;
+    const kept = at.reduce<unknown>((v, k) => (isProps(v) ? v[k] : undefined), from);
+    return typeof kept === "string" ? kept : leaf;
+  }) as Route;
 }
 
 const takeRoute = (edgeId: string, routeId: string): TakeOnPurpose => ({
@@ -97,14 +113,28 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
 
   async read(client, id, stored, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
-    const route = await readOrGone(() => client.getRoute(edgeId, routeId));
+    const found = await readOrGone(() => client.getRoute(edgeId, routeId));
     // A refresh (state to compare with; an import has none) says who made the drift it finds.
     const refresh = isProps(stored) && Object.keys(stored).length > 0;
     const what = { label: "route", id: routeId, objectId: routeId, parentId: edgeId };
-    if (!route) {
+    if (!found) {
       if (refresh) await attributeDeletion(client, ctx, what);
       return undefined;
     }
+    // Secrets answered redacted (a `read` key) are not readable: the state's values stand, unless
+    // the audit trail says they changed since the stack's last write (then they differ: drift).
+    const redacted = redactedSecretPaths(found);
+    if (redacted.length > 0 && !refresh) {
+      throw new Error(
+        `route ${routeId} was answered with its secrets redacted (${redacted.map(camelPath).join(", ")}): the API key may not read secrets (scope read). Import with a key of scope write or admin.`,
+      );
+    }
+    const changed = await secretsChangedSince(client, ctx, routeId, redacted);
+    const route = withSecretsOf(
+      found,
+      decodeRoute(stored),
+      redacted.filter((p) => !changed.includes(p)),
+    );
     if (refresh)
       await attributeDrift(
         client,

@@ -31,6 +31,11 @@ export interface OperationContext {
   log?: ResourceLog;
   /** The resource's name (the last part of its URN), when the face knows it: what warnings call it. */
   name?: string;
+  /**
+   * Read only: the `Request-Id` of the stack's last change to the object, as its state keeps it
+   * (LAST_WRITE_KEY of ./attribution): where the audit trail that a refresh reads starts.
+   */
+  lastWrite?: string;
 }
 
 export interface Read<I, O> {

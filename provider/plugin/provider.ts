@@ -8,7 +8,7 @@ import type * as provider from "@pulumi/pulumi/provider";
 import { isDeepStrictEqual } from "node:util";
 import { configureFromStack, engineConfig } from "../config";
 import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
-import { operation } from "../engine/call";
+import { operation, withLastWrite } from "../engine/call";
 import type { EdgeClient } from "../../sdk/client";
 import {
   type Inputs,
@@ -214,13 +214,16 @@ export class EdgeProvider implements provider.Provider {
     const { kind, handler } = handlerFor(urn);
     const { client, ctx } = operation(urn, { create: { anchor: this.anchor } });
     const { id, outs } = await handler.create(client, reveal(inputs), ctx);
-    return { id: resourceId(kind, id, outs), outs: this.concealed(kind, outs, inputs) };
+    return {
+      id: resourceId(kind, id, outs),
+      outs: withLastWrite(this.concealed(kind, outs, inputs), client),
+    };
   }
 
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
     const { kind, handler } = handlerFor(urn);
     const stored = reveal(props ?? {});
-    const { client, ctx } = operation(urn);
+    const { client, ctx } = operation(urn, { stored });
     const found = await handler.read(client, id, stored, ctx);
     if (!found) {
       // An import reads with no properties: nothing there is an error, not "deleted since".
@@ -231,7 +234,7 @@ export class EdgeProvider implements provider.Provider {
     }
     return {
       id: resourceId(kind, found.id, found.outs),
-      props: this.concealed(kind, found.outs, props),
+      props: withLastWrite(this.concealed(kind, found.outs, props), client, stored),
       inputs: this.concealed(kind, found.inputs, props),
     };
   }
@@ -240,7 +243,7 @@ export class EdgeProvider implements provider.Provider {
     const { kind, handler } = handlerFor(urn);
     const { client, ctx } = operation(urn);
     const outs = await handler.update(client, id, reveal(olds), reveal(news), ctx);
-    return { outs: this.concealed(kind, outs, news) };
+    return { outs: withLastWrite(this.concealed(kind, outs, news), client, reveal(olds)) };
   }
 
   async delete(id: string, urn: string, props: unknown): Promise<void> {

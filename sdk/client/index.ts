@@ -164,6 +164,15 @@ export class EdgeClient {
     private readonly options: SendOptions = {},
   ) {}
 
+  private written?: string;
+  /**
+   * The `Request-Id` of this client's last change that the service made (its audit event names
+   * it): a create answered by an earlier create's object, or a failure, leaves it as it was.
+   */
+  get lastWrite(): string | undefined {
+    return this.written;
+  }
+
   /** This client, its calls telling `options` about their retries. */
   with(options: SendOptions): EdgeClient {
     return new EdgeClient(this.transport, { ...this.options, ...options });
@@ -346,7 +355,10 @@ export class EdgeClient {
       });
     }
     const success = op.success;
-    if (success.status === 204) return undefined as SuccessOf<O>;
+    if (success.status === 204) {
+      if (operationId !== undefined) this.written = operationId; // a DELETE: a change
+      return undefined as SuccessOf<O>;
+    }
     const parsed = success.schema.safeParse(safeJson(answer));
     if (!parsed.success) {
       throw new EdgeApiError({
@@ -360,6 +372,7 @@ export class EdgeClient {
     const data: unknown = parsed.data;
     const how = REPLAYED_VALUES.find((v) => v === response.headers.get(REPLAYED_HEADER));
     if (how !== undefined && typeof data === "object" && data !== null) replayed.set(data, how);
+    if (op.method !== "GET" && how === undefined && operationId !== undefined) this.written = operationId;
     return data as SuccessOf<O>;
   }
 }

@@ -3,7 +3,7 @@
  * change's own transaction, so "who changed it, when?" has an answer (drift attribution reads it).
  */
 import { z } from "zod";
-import { mapPaths } from "./modules";
+import { mapPaths, SECRET_REDACTED } from "./modules";
 import { pageQuerySchema } from "./wire";
 
 /** What an event is about: the object the change touched. */
@@ -17,10 +17,10 @@ export const AUDIT_OBJECT_KINDS = [
 export type AuditObjectKind = (typeof AUDIT_OBJECT_KINDS)[number];
 
 /** What replaces a secret leaf's value in an event: the fact that it changed is kept, never the value. */
-export const AUDIT_REDACTED = "[redacted]";
+export const AUDIT_REDACTED = SECRET_REDACTED;
 /** What replaces values that did not fit in an event (see AUDIT_EVENT_MAX_BYTES). */
 export const AUDIT_TRUNCATED = "[truncated]";
-/** Bound on the changes of one event, in bytes of JSON: past it the values are left out (`truncated`). */
+/** Bound on the changes of one event, in bytes of JSON: past it values are left out, then fields (`truncated`). */
 export const AUDIT_EVENT_MAX_BYTES = 16 * 1024;
 
 /** One changed field: its value before and after (absent: the field did not exist on that side). */
@@ -60,7 +60,9 @@ export const auditEventSchema = z.strictObject({
     ),
   truncated: z
     .boolean()
-    .describe(`The changes exceeded ${AUDIT_EVENT_MAX_BYTES} bytes: some values read "[truncated]".`),
+    .describe(
+      `The changed fields did not fit in ${AUDIT_EVENT_MAX_BYTES} bytes even with every value left out: some changed fields are not listed (the event may have changed any field). Values left out to fit read "[truncated]", their fields still listed.`,
+    ),
 });
 export type AuditEvent = z.output<typeof auditEventSchema>;
 

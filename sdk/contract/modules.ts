@@ -542,6 +542,37 @@ export function mapPaths(
   return paths.reduce((acc, path) => (path.length === 0 ? acc : walk(acc, path, [])), value);
 }
 
+/**
+ * What a secret leaf reads instead of its value where the reader may not see it: in an audit
+ * event, and in a route answered to a `read` key (gaps.md). A string, so that every client that
+ * parses a secret parses it; reserved, so that it always means "redacted" (a write of it as a
+ * secret is refused: redactedSecretProblems).
+ */
+export const SECRET_REDACTED = "[redacted]";
+
+/** `route` (or a route's modules) with every non-empty secret leaf read SECRET_REDACTED. */
+export const redactSecrets = <T>(route: T): T =>
+  mapPaths(route, ROUTE_SECRET_PATHS, (leaf) => (leaf === "" ? leaf : SECRET_REDACTED)) as T;
+
+/**
+ * A write's secret leaves that hold SECRET_REDACTED, as problems (`modules`: the modules as a
+ * route carries them, `{webhook_verification: {...}}`): what a reader handed a redacted route
+ * would send back, never a secret.
+ */
+export function redactedSecretProblems(modules: unknown, prefix: readonly string[] = []): Problem[] {
+  const problems: Problem[] = [];
+  mapPaths(modules, ROUTE_SECRET_PATHS, (leaf, at) => {
+    if (leaf === SECRET_REDACTED) {
+      problems.push({
+        field: [...prefix, ...at].join("."),
+        msg: `must not be "${SECRET_REDACTED}": that is what a key that may not read secrets is shown instead of one; send the secret itself`,
+      });
+    }
+    return leaf;
+  });
+  return problems;
+}
+
 /** Modules that authenticate end users; a route carries at most one of them. */
 export const AUTH_MODULES = ["oauth", "oidc", "saml"] as const satisfies readonly RouteModuleName[];
 export type AuthModuleName = (typeof AUTH_MODULES)[number];

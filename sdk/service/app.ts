@@ -255,7 +255,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     const baseUrl = new URL(c.req.url).origin;
     // Who asks, for the audit event of a change (a GET changes nothing).
     const actor = op.method === "GET" ? undefined : { key: c.get("keyName"), requestId: operationId(c) };
-    if (!op.idempotent) return { baseUrl, actor };
+    const redactSecrets = c.get("keyScope") === "read";
+    if (!op.idempotent) return { baseUrl, actor, redactSecrets };
     const header = (name: string) => {
       const value = c.req.header(name);
       if (value !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(value)) {
@@ -273,6 +274,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     return {
       baseUrl,
       actor,
+      redactSecrets,
       idempotencyKey: key,
       idempotencyPriorKey: prior,
       onReplay: (by) => {
@@ -327,7 +329,11 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
           ctx: context(op, c),
         });
       const success = op.success;
-      if (op.method === "GET") return respond(c, 200, await cache.json(c.req.url, call));
+      if (op.method === "GET") {
+        // A read key's answers are other bodies (secrets redacted): cached apart.
+        const key = c.get("keyScope") === "read" ? `${c.req.url} redacted` : c.req.url;
+        return respond(c, 200, await cache.json(key, call));
+      }
       const result = await call();
       readiness.writeSucceeded();
       return success.status === 204

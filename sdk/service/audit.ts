@@ -47,8 +47,11 @@ export const changesText = (changes: Record<string, AuditChange>): string =>
   changesJson.get(changes) ?? JSON.stringify(changes);
 
 /**
- * The changes bounded to AUDIT_EVENT_MAX_BYTES of JSON: values that do not fit read
- * AUDIT_TRUNCATED (their paths still show), and paths that do not fit are left out.
+ * The changes bounded to AUDIT_EVENT_MAX_BYTES of JSON. Every changed path is kept as long as the
+ * paths alone fit: values are elided first (they read AUDIT_TRUNCATED), the largest first, so that
+ * "which fields did this change touch?" stays answerable, which is what attribution asks. Only
+ * when the paths alone do not fit are some left out, and the event says so (`truncated`): an
+ * event that may have touched any field, which attribution never looks past.
  */
 export function boundChanges(changes: Record<string, AuditChange>): {
   changes: Record<string, AuditChange>;
@@ -59,26 +62,37 @@ export function boundChanges(changes: Record<string, AuditChange>): {
     changesJson.set(changes, json);
     return { changes, truncated: false };
   }
-  const out: Record<string, AuditChange> = {};
   const bytes = (path: string, change: AuditChange) =>
     Buffer.byteLength(JSON.stringify(path)) + Buffer.byteLength(JSON.stringify(change)) + 2;
+  const elide = (change: AuditChange): AuditChange => ({
+    ...("before" in change ? { before: AUDIT_TRUNCATED } : {}),
+    ...("after" in change ? { after: AUDIT_TRUNCATED } : {}),
+  });
+  const entries = Object.entries(changes);
+  // Every path with its values elided: what must fit for the event to name every field.
   let size = 2;
-  for (const [path, change] of Object.entries(changes)) {
-    // The change as it fits when its values do not: the path kept, the values marked truncated.
-    const elided: AuditChange = {
-      ...("before" in change ? { before: AUDIT_TRUNCATED } : {}),
-      ...("after" in change ? { after: AUDIT_TRUNCATED } : {}),
-    };
-    // Whole changes leave 256 bytes so that the paths after this one can still be listed elided.
-    if (size + bytes(path, change) <= AUDIT_EVENT_MAX_BYTES - 256) {
-      out[path] = change;
-      size += bytes(path, change);
-    } else if (size + bytes(path, elided) <= AUDIT_EVENT_MAX_BYTES) {
+  const out: Record<string, AuditChange> = {};
+  let dropped = false;
+  for (const [path, change] of entries) {
+    const elided = elide(change);
+    if (size + bytes(path, elided) <= AUDIT_EVENT_MAX_BYTES) {
       out[path] = elided;
       size += bytes(path, elided);
-    } else break;
+    } else dropped = true;
   }
-  return { changes: out, truncated: true };
+  // Then the values back, the smallest first (the most of them fit), while they fit.
+  const kept = entries.filter(([path]) => path in out).sort(([a, x], [b, y]) => bytes(a, x) - bytes(b, y));
+  for (const [path, change] of kept) {
+    const grow = bytes(path, change) - bytes(path, out[path]!);
+    if (size + grow > AUDIT_EVENT_MAX_BYTES) break;
+    out[path] = change;
+    size += grow;
+  }
+  // In the change's own order of paths.
+  const ordered = Object.fromEntries(
+    entries.filter(([path]) => path in out).map(([path]) => [path, out[path]!]),
+  );
+  return { changes: ordered, truncated: dropped };
 }
 
 /** The event of one change, its changes bounded. */

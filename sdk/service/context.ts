@@ -10,6 +10,7 @@ import {
   OPERATION_ID_HEADER,
   REPLAYED_HEADER,
   type Replayed,
+  type Scope,
 } from "../contract";
 import { ApiError } from "./errors";
 import { newOperationId } from "./ids";
@@ -26,6 +27,8 @@ export type Env = {
     operation: Operation | undefined;
     /** The name of the API key the request was authenticated with (set by the auth middleware). */
     keyName: string | undefined;
+    /** That key's scope: a `read` key is answered with secret leaves redacted (gaps.md). */
+    keyScope: Scope | undefined;
   };
 };
 export type EdgeContext = Context<Env>;

@@ -43,6 +43,8 @@ import {
   tlsIpRestrictionBodySchema,
   unwrapModule,
   ROUTE_SECRET_PATHS,
+  redactedSecretProblems,
+  redactSecrets,
 } from "../contract";
 import { type AuditActor, auditRecord, diffChanges } from "./audit";
 import { ApiError } from "./errors";
@@ -85,6 +87,8 @@ export interface RequestContext {
   onReplay?: (by: Replayed) => void;
   /** Who asks (the key's name, the `Request-Id`): what the change's audit event names. */
   actor?: AuditActor;
+  /** The asker may not read secrets (a `read` key): routes are answered with them redacted. */
+  redactSecrets?: boolean;
 }
 
 /** Writes the audit event of the change being made: its operation, its object, the changed fields. */
@@ -121,6 +125,15 @@ function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}
   if (!result.success) throw ApiError.invalid(issuesToProblems(result.error.issues));
   assertPathEcho(result.data, path);
   return result.data;
+}
+
+/** A write never stores SECRET_REDACTED as a secret (see redactedSecretProblems); `skip` leading path parts. */
+function assertNoRedactedSecret(modules: unknown, skip = 0): void {
+  const problems = redactedSecretProblems(modules).map((p) => ({
+    ...p,
+    field: p.field?.split(".").slice(skip).join("."),
+  }));
+  if (problems.length > 0) throw ApiError.invalid(problems);
 }
 
 function assertPathEcho(body: unknown, path: PathIds): void {
@@ -168,6 +181,9 @@ export class EdgeService {
     const result = await this.store.write((tx) => {
       written = 0; // a transaction retried whole (PostgreSQL's deadlock) writes its events again
       return fn(tx, async (operation, object, changes) => {
+        // A request that changed nothing (`PATCH {}`, a module PUT of what is there) is no event:
+        // an author is never buried under empty ones.
+        if (Object.keys(changes).length === 0) return;
         await tx.insertAuditEvent(auditRecord(operation, object, ctx?.actor, changes));
         written++;
       });
@@ -277,6 +293,7 @@ export class EdgeService {
 
   createRoute(edgeId: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const row = newRouteRow(edgeId, parse(routeCreateBodySchema, body, { edge_id: edgeId }));
+    assertNoRedactedSecret(row.modules);
     return this.change(ctx, (tx, audit) =>
       this.once(tx, ctx, "routes", `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, {
         create: async (made) => {
@@ -342,6 +359,7 @@ export class EdgeService {
    */
   updateRoute(edgeId: string, id: string, body: unknown, ctx: RequestContext): Promise<Route> {
     const patch = parse(routeUpdateSchema, body, { edge_id: edgeId, id });
+    assertNoRedactedSecret(patch);
     const modules = pickModules(patch);
     return this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
@@ -374,6 +392,8 @@ export class EdgeService {
   putModule(edgeId: string, id: string, name: string, body: unknown, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
     const config = parseModule(ROUTE_MODULE_BODIES[module], body, { edge_id: edgeId, id });
+    // The problem's path is the module's own (the body is the module).
+    assertNoRedactedSecret({ [module]: config }, 1);
     return this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
@@ -620,8 +640,16 @@ function renderIpPolicy(c: StoredIpPolicy, ctx: RequestContext) {
   return ipPolicyMapping.render(c, { baseUrl: ctx.baseUrl, routeId: "", samlCertificatePem: "" });
 }
 
-/** The route resource of a stored route: its fields, each module rendered (null when unconfigured). */
+/**
+ * The route resource of a stored route: its fields, each module rendered (null when unconfigured),
+ * its secrets redacted for an asker that may not read them.
+ */
 function renderRoute(row: RouteRow, samlCertificatePem: string, ctx: RequestContext): Route {
+  const route = renderRouteWhole(row, samlCertificatePem, ctx);
+  return ctx.redactSecrets ? redactSecrets(route) : route;
+}
+
+function renderRouteWhole(row: RouteRow, samlCertificatePem: string, ctx: RequestContext): Route {
   const render = { baseUrl: ctx.baseUrl, routeId: row.id, samlCertificatePem };
   const module = <M extends RouteModuleName>(name: M) => {
     const config = row.modules[name];

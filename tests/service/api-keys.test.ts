@@ -253,6 +253,98 @@ describe.each(STORES)("scoped API keys on %s", (_name, makeStore) => {
     expect(forbidden).toBe(2 * ops.filter((o) => o.scope === "write").length);
   });
 
+  it("answers secrets to write and admin keys only: a read key gets every secret leaf redacted", async () => {
+    const secrets = { webhook: "whsec_scoped_1", oauth: "oauth_scoped_2", oidc: "oidc_scoped_3" };
+    const made = async (body: object) => {
+      const res = await raw(ta, "POST", `/edges/https/${ids.https}/routes`, {
+        body,
+        headers: auth(keys.write),
+      });
+      expect(res.status).toBe(201);
+      return `/edges/https/${ids.https}/routes/${res.json.id}`;
+    };
+    const hooks = await made({
+      match_type: "exact_path",
+      match: "/scoped-hooks",
+      webhook_verification: { provider: "github", secret: secrets.webhook },
+      oauth: { provider: { github: { client_id: "cid", client_secret: secrets.oauth } } },
+    });
+    const login = await made({
+      match_type: "exact_path",
+      match: "/scoped-login",
+      oidc: { issuer: "https://id.example.com", client_id: "cid", client_secret: secrets.oidc },
+    });
+    // An SNS webhook has no secret: nothing to redact, and "" stays "".
+    const sns = await made({
+      match_type: "exact_path",
+      match: "/scoped-sns",
+      webhook_verification: { provider: "sns" },
+    });
+    const every = [
+      hooks,
+      login,
+      sns,
+      `/edges/https/${ids.https}/routes`,
+      `/edges/https/${ids.https}`,
+      `${hooks}/webhook_verification`,
+      `${hooks}/oauth`,
+      `${login}/oidc`,
+    ];
+    for (const t of [ta, tb]) {
+      for (const p of every) {
+        // Twice each: the second answer may come from the response cache, which must not mix them.
+        for (const round of [1, 2]) {
+          const read = await raw(t, "GET", p, { headers: auth(keys.read) });
+          expect([p, round, read.status]).toEqual([p, round, 200]);
+          for (const secret of Object.values(secrets)) expect(read.text).not.toContain(secret);
+          const write = await raw(t, "GET", p, { headers: auth(keys.write) });
+          expect(write.status).toBe(200);
+          if (p !== sns) expect(write.text).toMatch(/scoped_/);
+        }
+      }
+      const hooksRead = (await raw(t, "GET", hooks, { headers: auth(keys.read) })).json;
+      expect(hooksRead.webhook_verification).toEqual({
+        enabled: true,
+        provider: "github",
+        secret: "[redacted]",
+      });
+      expect(hooksRead.oauth.provider.github.client_secret).toBe("[redacted]");
+      expect(hooksRead.oauth.provider.github.client_id).toBe("cid"); // only the secret leaves
+      expect((await raw(t, "GET", sns, { headers: auth(keys.read) })).json.webhook_verification.secret).toBe(
+        "",
+      );
+      expect((await raw(t, "GET", login, { headers: auth(keys.admin) })).json.oidc.client_secret).toBe(
+        secrets.oidc,
+      );
+    }
+    // What a read key was shown is never taken back as a secret: a 400 naming the field, nothing changed.
+    const before = await storeFingerprint(a.store);
+    for (const [method, p, body, field] of [
+      ["PUT", `${hooks}/webhook_verification`, { provider: "github", secret: "[redacted]" }, "secret"],
+      [
+        "PATCH",
+        login,
+        { oidc: { issuer: "https://id.example.com", client_id: "cid", client_secret: "[redacted]" } },
+        "oidc.client_secret",
+      ],
+      [
+        "POST",
+        `/edges/https/${ids.https}/routes`,
+        {
+          match_type: "exact_path",
+          match: "/scoped-echo",
+          oauth: { provider: { google: { client_id: "c", client_secret: "[redacted]" } } },
+        },
+        "oauth.provider.google.client_secret",
+      ],
+    ] as const) {
+      const res = await raw(ta, method, p, { body, headers: auth(keys.write) });
+      expectErrorBody(res, 400, ERROR_CODES.validation.code, field);
+    }
+    expect(await storeFingerprint(a.store)).toBe(before);
+    for (const p of [hooks, login, sns]) await raw(ta, "DELETE", p, { headers: auth(keys.write) });
+  });
+
   it("refuses a wrong or missing key with a 401, and names the key in the log, never showing it", async () => {
     for (const headers of [{}, auth("edge_not-a-key"), auth(hashKey(keys.read))]) {
       expectErrorBody(

@@ -238,6 +238,30 @@ describe.each([
     expect(gone.event.changes["backend.backend_id"]).toEqual({ before: "bkd_two" });
   });
 
+  test("a request that changed nothing writes no event: an author cannot be buried under empty ones", async () => {
+    const edge = await call(s, writeKey, "POST", "/edges/https", {});
+    const route = await call(s, writeKey, "POST", `/edges/https/${String(edge.json.id)}/routes`, {
+      match_type: "path_prefix",
+      match: "/noop",
+      compression: {},
+    });
+    const R = `/edges/https/${String(edge.json.id)}/routes/${String(route.json.id)}`;
+    const before = (await trail(s)).length;
+    for (const [method, p, body] of [
+      ["PATCH", R, {}],
+      ["PATCH", R, { match: "/noop", description: "" }],
+      ["PUT", `${R}/compression`, {}],
+      ["PUT", `${R}/compression`, { enabled: true }],
+    ] as const) {
+      const res = await call(s, writeKey, method, p, body);
+      expect([method, p, res.status]).toEqual([method, p, 200]);
+    }
+    expect((await trail(s)).length).toBe(before);
+    // A real change still writes its one event.
+    const { event } = await oneEvent(s, writeKey, "PATCH", R, { description: "now" });
+    expect(event.changes).toEqual({ description: { before: "", after: "now" } });
+  });
+
   test("no secret value anywhere: not in the answers, not in the database's bytes", async () => {
     const answers = (await trail(s)).map((e) => JSON.stringify(e)).join("\n");
     expect(answers).toContain(AUDIT_REDACTED);
@@ -442,19 +466,39 @@ describe("the diff, bounded", () => {
     });
   });
 
-  test("an event larger than 16 KiB keeps its paths, drops values, and says so", () => {
+  test("an event larger than 16 KiB keeps every path, values left out first: not truncated", () => {
     const changes = diffChanges(undefined, {
       a: "x".repeat(10_000),
       b: "y".repeat(10_000),
       c: "small",
     });
     const bounded = boundChanges(changes);
-    expect(bounded.truncated).toBe(true);
+    expect(bounded.truncated).toBe(false);
     expect(JSON.stringify(bounded.changes).length).toBeLessThanOrEqual(16 * 1024);
     expect(bounded.changes).toEqual({
       a: { after: "x".repeat(10_000) },
       b: { after: AUDIT_TRUNCATED },
       c: { after: "small" },
     });
+    // The first changed path is never the one dropped for the others' values (issue 35: a
+    // header set, then 99 large ones: every name stays in the event).
+    const headers = Object.fromEntries([
+      ["X-Target", "v2"],
+      ...Array.from({ length: 99 }, (_, i) => [`X-Big-${i}`, "z".repeat(1000)]),
+    ]);
+    const big = boundChanges(diffChanges(undefined, { request_headers: { add: headers } }));
+    expect(big.truncated).toBe(false);
+    expect(Object.keys(big.changes)).toHaveLength(100);
+    expect(big.changes["request_headers.add.X-Target"]).toEqual({ after: "v2" });
+  });
+
+  test("only when the paths alone do not fit are some left out, and the event says so", () => {
+    const many = Object.fromEntries(
+      Array.from({ length: 2000 }, (_, i) => [`header-${"h".repeat(20)}-${i}`, "v"]),
+    );
+    const bounded = boundChanges(diffChanges(undefined, { request_headers: { add: many } }));
+    expect(bounded.truncated).toBe(true);
+    expect(Buffer.byteLength(JSON.stringify(bounded.changes))).toBeLessThanOrEqual(16 * 1024);
+    expect(Object.keys(bounded.changes).length).toBeLessThan(2000);
   });
 });

@@ -32,6 +32,7 @@ export function bearerAuth(keys: KeyRing): MiddlewareHandler<Env> {
     }
     const { name, scope } = check.key;
     c.set("keyName", name);
+    c.set("keyScope", scope);
     const op = c.get("operation");
     const needed = op && requiredScope(op);
     if (op && needed && !scopeCovers(scope, needed)) {
