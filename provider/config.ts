@@ -10,7 +10,7 @@
  * dynamic face's, unless `--run-program`): a CI job that gives its own key by the environment
  * never runs on a key someone else left in the state.
  */
-import { join } from "node:path";
+import { resolve } from "node:path";
 import { EdgeClient } from "../sdk/client";
 import { embeddedTransport, httpTransport } from "../sdk/transport";
 
@@ -32,15 +32,20 @@ interface StackConfig {
 
 let stack: Partial<ProviderSettings> = {};
 
-/** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */
-export function configureFromStack(config: StackConfig): void {
-  stack = {
+/** The settings a stack's config states (`edge:*` keys), none of the fallbacks. */
+function fromConfig(config: StackConfig): Partial<ProviderSettings> {
+  return {
     baseUrl: config.get("edge:baseUrl") || undefined,
     apiKey: config.get("edge:apiKey") || undefined,
     dataDir: config.get("edge:dataDir") || undefined,
     requestTimeoutMs: timeout(config.get("edge:requestTimeoutMs"), "edge:requestTimeoutMs"),
     requestDeadlineMs: timeout(config.get("edge:requestDeadlineMs"), "edge:requestDeadlineMs"),
   };
+}
+
+/** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */
+export function configureFromStack(config: StackConfig): void {
+  stack = fromConfig(config);
 }
 
 function timeout(value: string | undefined, name: string): number | undefined {
@@ -52,11 +57,32 @@ function timeout(value: string | undefined, name: string): number | undefined {
 }
 
 export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
+  return settingsOf(stack, env, process.cwd());
+}
+
+/**
+ * The settings of a provider configured with `config` (a stack's `edge:*` config) in the program
+ * directory `programDir`, with the environment's fallbacks: what the provider of that stack runs
+ * with (the engine runs providers in the program's directory).
+ */
+export function settingsFor(
+  config: StackConfig,
+  env: NodeJS.ProcessEnv,
+  programDir: string,
+): ProviderSettings {
+  return settingsOf(fromConfig(config), env, programDir);
+}
+
+function settingsOf(
+  stack: Partial<ProviderSettings>,
+  env: NodeJS.ProcessEnv,
+  programDir: string,
+): ProviderSettings {
   return {
     baseUrl: stack.baseUrl ?? (env.EDGE_API_URL || undefined),
     apiKey: env.EDGE_API_KEY || stack.apiKey,
-    // The engine runs providers in the project directory.
-    dataDir: stack.dataDir ?? (env.EDGE_DATA_DIR || join(process.cwd(), ".edge-service")),
+    // Relative to the program's directory, as the provider (run there) reads it.
+    dataDir: resolve(programDir, stack.dataDir ?? (env.EDGE_DATA_DIR || ".edge-service")),
     requestTimeoutMs:
       stack.requestTimeoutMs ?? timeout(env.EDGE_REQUEST_TIMEOUT_MS, "EDGE_REQUEST_TIMEOUT_MS"),
     requestDeadlineMs:

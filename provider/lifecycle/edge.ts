@@ -35,7 +35,7 @@ function calls(client: EdgeClient, kind: EdgeKind) {
       };
 }
 
-function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
+function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, HttpsEdge | TlsEdge> {
   const label = kind === "https" ? "HTTPS edge" : "TLS edge";
   return {
     check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
@@ -50,14 +50,20 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs> {
       });
       return { id: edge.id, outs: edgeOutputsOf(edge) };
     },
-    async read(client, id, stored, ctx) {
+    locate(id) {
       if (!ID_PATTERN.test(id))
         throw new BadIdError(
           label,
           id,
           `the ${label}'s id (e.g. ${kind === "https" ? "edghts_" : "edgtls_"}...)`,
         );
-      const edge = await readOrGone(() => calls(client, kind).get(id));
+      return { edge: kind, edgeId: id };
+    },
+    async read(client, id, stored, ctx) {
+      this.locate(id, stored);
+      return this.readFound(client, id, stored, await readOrGone(() => calls(client, kind).get(id)), ctx);
+    },
+    async readFound(client, id, stored, edge, ctx) {
       // A refresh (state to compare with; an import has none) says who made the drift it finds.
       const refresh = isProps(stored) && Object.keys(stored).length > 0;
       const what = { label, id, objectId: id };

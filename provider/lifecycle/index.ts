@@ -3,9 +3,18 @@ import { httpsEdgeLifecycle, tlsEdgeLifecycle } from "./edge";
 import { routeLifecycle } from "./route";
 import { tlsIpRestrictionLifecycle } from "./tls-ip-restriction";
 import type { Inputs, Outputs, ResourceKind } from "../model";
+import type { HttpsEdge, Route, TlsEdge, TlsIpRestriction } from "../../sdk/contract";
 import type { Lifecycle } from "./types";
 
-export const LIFECYCLES: { [K in ResourceKind]: Lifecycle<Inputs<K>, Outputs<K>> } = {
+/** What a kind's read finds on the service (see Lifecycle.readFound). */
+export interface Found {
+  httpsEdge: HttpsEdge | TlsEdge;
+  tlsEdge: HttpsEdge | TlsEdge;
+  httpsEdgeRoute: Route;
+  tlsEdgeIpRestriction: TlsIpRestriction;
+}
+
+export const LIFECYCLES: { [K in ResourceKind]: Lifecycle<Inputs<K>, Outputs<K>, Found[K]> } = {
   httpsEdge: httpsEdgeLifecycle,
   tlsEdge: tlsEdgeLifecycle,
   httpsEdgeRoute: routeLifecycle,
@@ -20,6 +29,6 @@ export const TYPE_NAMES: Record<ResourceKind, string> = {
   tlsEdgeIpRestriction: "TlsEdgeIpRestriction",
 };
 
-export type { Lifecycle, OperationContext, ResourceLog } from "./types";
+export type { Lifecycle, Location, OperationContext, ResourceLog } from "./types";
 export type { Inputs, Outputs, ResourceKind } from "../model";
 export { RESOURCE_KINDS } from "../model";

@@ -63,7 +63,7 @@ const takeRoute = (edgeId: string, routeId: string): TakeOnPurpose => ({
   dynamic: "set `adopt: true` on the route (dynamic resources)",
 });
 
-export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
+export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs, Route> = {
   check: (news, olds) => encodeChecked(checkRoute(news, olds), news, routeInputsOf),
   diff: (stored, news) => planRoute(decodeRoute(stored), routeConfigOf(news)),
 
@@ -111,9 +111,18 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
     return { id: route.id, outs: routeOutputsOf(route) };
   },
 
+  locate(id, stored) {
+    const { edgeId, routeId } = locateRoute(id, stored);
+    return { edge: "https", edgeId, routeId };
+  },
+
   async read(client, id, stored, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
-    const found = await readOrGone(() => client.getRoute(edgeId, routeId));
+    return this.readFound(client, id, stored, await readOrGone(() => client.getRoute(edgeId, routeId)), ctx);
+  },
+
+  async readFound(client, id, stored, found, ctx) {
+    const { edgeId, routeId } = locateRoute(id, stored);
     // A refresh (state to compare with; an import has none) says who made the drift it finds.
     const refresh = isProps(stored) && Object.keys(stored).length > 0;
     const what = { label: "route", id: routeId, objectId: routeId, parentId: edgeId };

@@ -1,4 +1,4 @@
-import { ID_PATTERN } from "../../sdk/contract";
+import { ID_PATTERN, type TlsIpRestriction } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import {
   checkTlsIpRestriction,
@@ -31,7 +31,11 @@ function edgeIdOf(id: string, stored: unknown): string {
   return edgeId;
 }
 
-export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpRestrictionOutputs> = {
+export const tlsIpRestrictionLifecycle: Lifecycle<
+  TlsIpRestrictionInputs,
+  TlsIpRestrictionOutputs,
+  TlsIpRestriction
+> = {
   check: (news) => encodeChecked(checkTlsIpRestriction(news), news, tlsIpRestrictionInputsOf),
   diff: (stored, news, id) =>
     planTlsIpRestriction(decodeTlsIpRestriction(stored, id), tlsIpRestrictionConfigOf(news)),
@@ -78,9 +82,21 @@ export const tlsIpRestrictionLifecycle: Lifecycle<TlsIpRestrictionInputs, TlsIpR
     return { id: inputs.edgeId, outs: tlsIpRestrictionOutputsOf(inputs.edgeId, module) };
   },
 
+  locate: (id, stored) => ({ edge: "tls", edgeId: edgeIdOf(id, stored) }),
+
   async read(client, id, stored, ctx) {
     const edgeId = edgeIdOf(id, stored);
-    const module = await readOrGone(() => client.getTlsIpRestriction(edgeId));
+    return this.readFound(
+      client,
+      id,
+      stored,
+      await readOrGone(() => client.getTlsIpRestriction(edgeId)),
+      ctx,
+    );
+  },
+
+  async readFound(client, id, stored, module, ctx) {
+    const edgeId = edgeIdOf(id, stored);
     // A refresh (state to compare with; an import has none) says who made the drift it finds.
     const refresh = isProps(stored) && Object.keys(stored).length > 0;
     const what = { label: LABEL, id: edgeId, objectId: edgeId };

@@ -66,7 +66,18 @@ export function encodeChecked<C, I>(
  */
 export const checkedInputs = <I>(news: unknown): I => news as I;
 
-export interface Lifecycle<I, O> {
+/**
+ * Where a read finds an object: the edge whose `GET` answers it (an HTTPS edge's carries its routes,
+ * a TLS edge's its IP restriction), and the route's id for a route. What a batch of reads (the fast
+ * drift check) fetches once per edge.
+ */
+export interface Location {
+  edge: "https" | "tls";
+  edgeId: string;
+  routeId?: string;
+}
+
+export interface Lifecycle<I, O, F = unknown> {
   /** Program inputs → canonical inputs, or failures by property path. No I/O. */
   check(news: unknown, olds?: unknown): Checked<I>;
   /** Stored state (outputs or old inputs of any version) → the plan to reach `news`. No I/O. */
@@ -80,6 +91,19 @@ export interface Lifecycle<I, O> {
     client: EdgeClient,
     id: string,
     stored: unknown,
+    ctx?: OperationContext,
+  ): Promise<Read<I, O> | undefined>;
+  /** Where `read` finds the object of `id` (see Location). */
+  locate(id: string, stored: unknown): Location;
+  /**
+   * What `read` answers of the object it found (`found`; undefined: gone), already fetched: a
+   * refresh's judgment, once, for `read` and for a batch of reads.
+   */
+  readFound(
+    client: EdgeClient,
+    id: string,
+    stored: unknown,
+    found: F | undefined,
     ctx?: OperationContext,
   ): Promise<Read<I, O> | undefined>;
   update(client: EdgeClient, id: string, stored: unknown, news: I, ctx?: OperationContext): Promise<O>;
