@@ -2,6 +2,7 @@
  * `pulumi-edge drift`: what a fleet's check found, and its renderings (terminal table, Markdown,
  * JSON, JUnit XML). Pure: no engine, no I/O, so every rendering is tested on values alone.
  */
+import { type AuthorLine, parseAuthorLines } from "../lifecycle/authorship";
 
 /** One stack's verdict. */
 export type Verdict = "clean" | "drifted" | "error";
@@ -15,12 +16,17 @@ export interface FieldChange {
   to?: string;
 }
 
-/** Who changed a field, as the provider reported it on refresh (parseAuthorWarning). */
+/** Who changed a field, as the provider reported it on refresh (parseAuthorWarnings). */
 export interface Author {
+  /** The field or module path; "" for the whole resource (deleted out of band). */
   field: string;
   at: string;
   key: string;
   request: string;
+  /** What the key did when it did not change the field: deleted it (or the resource), or created it. */
+  change?: "deleted" | "created";
+  /** A route deleted with its edge: the edge's id. */
+  edge?: string;
 }
 
 export interface DriftedResource {
@@ -74,23 +80,28 @@ export function exitCode(report: FleetReport): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The provider's "changed out of band" warning.
+// The provider's authorship warning (provider/lifecycle/authorship.ts writes and reads it).
 
-const AUTHOR_WARNING =
-  /^(\S+) (.+?): (\S+) changed out of band at (\S+) by key "((?:[^"\\]|\\.)*)" \(request ([^)\s]+)\)\s*$/;
+/** An authorship line as the report keeps it: the field (or the whole resource) and who. */
+export function authorOf(line: AuthorLine): Author {
+  return {
+    field: line.field ?? "",
+    at: line.at,
+    key: line.key,
+    request: line.request,
+    ...(line.verb === "changed" ? {} : { change: line.verb }),
+    ...(line.withEdge === undefined ? {} : { edge: line.withEdge }),
+  };
+}
 
 /**
- * The authors in a diagnostic's text: one per line of the form
- * `<kind> <name>: <field path> changed out of band at <time> by key "<key>" (request <id>)`.
- * Other lines are not authorship and are skipped.
+ * The authors in a diagnostic's text, one per authorship line (changed, deleted or created out
+ * of band); with `name`, only the lines about the resource of that name. Other lines are skipped.
  */
-export function parseAuthorWarnings(message: string): Author[] {
-  const out: Author[] = [];
-  for (const line of message.split(/\r?\n/)) {
-    const m = AUTHOR_WARNING.exec(line.trim());
-    if (m) out.push({ field: m[3]!, at: m[4]!, key: m[5]!.replace(/\\(.)/g, "$1"), request: m[6]! });
-  }
-  return out;
+export function parseAuthorWarnings(message: string, name?: string): Author[] {
+  return parseAuthorLines(message)
+    .filter((l) => name === undefined || l.name === name)
+    .map(authorOf);
 }
 
 /** The authors of one field: exact path, or a warning about an enclosing or enclosed path. */
@@ -183,10 +194,28 @@ export function summaryLine(report: FleetReport): string {
   return `${plural(c.total, "stack")}: ${c.drifted} drifted, ${c.clean} clean, ${c.error} error`;
 }
 
-/** "by key "ops-console" at 2026-…Z (request req_…)", or "author unknown". */
+/**
+ * "by key "ops-console" at 2026-…Z (request req_…)" ("deleted by key …", "deleted with its edge
+ * edghts_… by key …", "created by key …"), or "author unknown".
+ */
 export function showAuthors(authors: readonly Author[]): string {
   if (authors.length === 0) return "author unknown";
-  return authors.map((a) => `by key "${a.key}" at ${a.at} (request ${a.request})`).join("; ");
+  const what = (a: Author) =>
+    a.change === undefined
+      ? ""
+      : a.edge === undefined
+        ? `${a.change} `
+        : `${a.change} with its edge ${a.edge} `;
+  return authors
+    .map((a) => `${what(a)}by key ${JSON.stringify(a.key)} at ${a.at} (request ${a.request})`)
+    .join("; ");
+}
+
+/** A resource's drift line by line: each field with its authors; a fieldless one (deleted out of band) its own. */
+function fieldLines(r: DriftedResource): string[] {
+  if (r.fields.length === 0)
+    return r.authors.length > 0 ? [`whole resource: ${showAuthors(authorsOf("", r.authors))}`] : [];
+  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
 }
 
 const showChange = (f: FieldChange) =>
@@ -230,8 +259,7 @@ export function renderTable(report: FleetReport): string {
       lines.push("", `${stackLabel(s)} drifted:`);
       for (const r of s.resources) {
         lines.push(`  ${r.op} ${r.name} (${r.type})`, `    ${r.urn}`);
-        for (const f of r.fields)
-          lines.push(`    ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
+        for (const l of fieldLines(r)) lines.push(`    ${l}`);
       }
     }
     if (s.verdict === "error") {
@@ -339,7 +367,7 @@ export function renderJunit(report: FleetReport): string {
     if (s.verdict === "drifted") {
       const body = s.resources.flatMap((r) => [
         `${r.op} ${r.name} (${r.type}) ${r.urn}`,
-        ...r.fields.map((f) => `  ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`),
+        ...fieldLines(r).map((l) => `  ${l}`),
       ]);
       if (s.remediation) body.push(`remediation ${remediationText(s.remediation)}`);
       lines.push(

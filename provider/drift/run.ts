@@ -254,10 +254,9 @@ export class EventLog {
 
   /** The authors the provider reported for a resource (its URN; a warning without one, by its name). */
   private authors(urn: string, name: string): Author[] {
-    const own = (this.warnings.get(urn) ?? []).flatMap(parseAuthorWarnings);
-    const unattached = (this.warnings.get("") ?? [])
-      .filter((m) => m.split("\n").some((l) => l.trim().split(" ")[1] === `${name}:`))
-      .flatMap(parseAuthorWarnings);
+    const own = (this.warnings.get(urn) ?? []).flatMap((m) => parseAuthorWarnings(m));
+    // The line names its resource; a kind of two words ("HTTPS edge") or a name with spaces included.
+    const unattached = (this.warnings.get("") ?? []).flatMap((m) => parseAuthorWarnings(m, name));
     return [...own, ...unattached];
   }
 

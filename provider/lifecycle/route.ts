@@ -100,7 +100,7 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs> = {
     const route = await readOrGone(() => client.getRoute(edgeId, routeId));
     // A refresh (state to compare with; an import has none) says who made the drift it finds.
     const refresh = isProps(stored) && Object.keys(stored).length > 0;
-    const what = { label: "route", id: routeId, objectId: routeId, parentId: edgeId };
+    const what = { label: "route" as const, id: routeId, objectId: routeId, parentId: edgeId };
     if (!route) {
       if (refresh) await attributeDeletion(client, ctx, what);
       return undefined;
