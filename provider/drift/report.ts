@@ -1,7 +1,13 @@
 /**
  * `pulumi-edge drift`: what a fleet's check found, and its renderings (terminal table, Markdown,
  * JSON, JUnit XML). Pure: no engine, no I/O, so every rendering is tested on values alone.
+ *
+ * Every string in a report may come from someone else (a stack's name, a service's field
+ * values, the engine's errors), so each rendering makes sure its reader still reads it: JSON
+ * escapes by itself; the others show what they cannot hold as `\uXXXX` (shownLine, shownText)
+ * and quote the rest as their format asks.
  */
+import { type AuthorLine, parseAuthorLines } from "../lifecycle/authorship";
 
 /** One stack's verdict. */
 export type Verdict = "clean" | "drifted" | "error";
@@ -15,12 +21,17 @@ export interface FieldChange {
   to?: string;
 }
 
-/** Who changed a field, as the provider reported it on refresh (parseAuthorWarning). */
+/** Who changed a field, as the provider reported it on refresh (parseAuthorWarnings). */
 export interface Author {
+  /** The field or module path; "" for the whole resource (deleted out of band). */
   field: string;
   at: string;
   key: string;
   request: string;
+  /** What the key did when it did not change the field: deleted it (or the resource), or created it. */
+  change?: "deleted" | "created";
+  /** A route deleted with its edge: the edge's id. */
+  edge?: string;
 }
 
 export interface DriftedResource {
@@ -74,23 +85,28 @@ export function exitCode(report: FleetReport): number {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The provider's "changed out of band" warning.
+// The provider's authorship warning (provider/lifecycle/authorship.ts writes and reads it).
 
-const AUTHOR_WARNING =
-  /^(\S+) (.+?): (\S+) changed out of band at (\S+) by key "((?:[^"\\]|\\.)*)" \(request ([^)\s]+)\)\s*$/;
+/** An authorship line as the report keeps it: the field (or the whole resource) and who. */
+export function authorOf(line: AuthorLine): Author {
+  return {
+    field: line.field ?? "",
+    at: line.at,
+    key: line.key,
+    request: line.request,
+    ...(line.verb === "changed" ? {} : { change: line.verb }),
+    ...(line.withEdge === undefined ? {} : { edge: line.withEdge }),
+  };
+}
 
 /**
- * The authors in a diagnostic's text: one per line of the form
- * `<kind> <name>: <field path> changed out of band at <time> by key "<key>" (request <id>)`.
- * Other lines are not authorship and are skipped.
+ * The authors in a diagnostic's text, one per authorship line (changed, deleted or created out
+ * of band); with `name`, only the lines about the resource of that name. Other lines are skipped.
  */
-export function parseAuthorWarnings(message: string): Author[] {
-  const out: Author[] = [];
-  for (const line of message.split(/\r?\n/)) {
-    const m = AUTHOR_WARNING.exec(line.trim());
-    if (m) out.push({ field: m[3]!, at: m[4]!, key: m[5]!.replace(/\\(.)/g, "$1"), request: m[6]! });
-  }
-  return out;
+export function parseAuthorWarnings(message: string, name?: string): Author[] {
+  return parseAuthorLines(message)
+    .filter((l) => name === undefined || l.name === name)
+    .map(authorOf);
 }
 
 /** The authors of one field: exact path, or a warning about an enclosing or enclosed path. */
@@ -118,6 +134,9 @@ export function isSecret(value: unknown): boolean {
 
 const MAX_SHOWN = 80;
 
+/** The first `n` code points of `text` (a cut never splits a surrogate pair). */
+const codePoints = (text: string, n: number) => Array.from(text).slice(0, n).join("");
+
 /** A value as the report shows it: JSON, secrets as [secret] at any depth, long values cut. */
 export function showValue(value: unknown): string {
   const masked = (v: unknown): unknown => {
@@ -129,7 +148,7 @@ export function showValue(value: unknown): string {
   };
   const m = masked(value);
   const text = m === SECRET_SHOWN ? SECRET_SHOWN : JSON.stringify(m);
-  return text.length > MAX_SHOWN ? `${text.slice(0, MAX_SHOWN - 1)}…` : text;
+  return text.length > MAX_SHOWN ? `${codePoints(text, MAX_SHOWN - 1)}…` : text;
 }
 
 type Plain = Record<string, unknown>;
@@ -166,6 +185,36 @@ export function changedFields(before: Plain, after: Plain, keys?: readonly strin
 }
 
 // ---------------------------------------------------------------------------------------------
+// Text as a reader can take it.
+
+/**
+ * What no rendering shows as it is: control characters (terminal escapes, and XML 1.0 cannot
+ * hold C0 at all), lone surrogates (not UTF-8), non-characters (U+FFFE, U+FFFF, …: XML rejects
+ * U+FFFE and U+FFFF), bidirectional controls (they reorder what a reader sees) and Unicode's line
+ * and paragraph separators.
+ */
+const UNSHOWABLE = /[\p{Cc}\p{Cs}\p{Noncharacter_Code_Point}\p{Bidi_Control}\u2028\u2029]/gu;
+
+/** `\u001B`, `\u{1FFFF}`: a character shown by its code point. */
+function codePoint(c: string): string {
+  const cp = c.codePointAt(0)!;
+  const hex = cp.toString(16).toUpperCase();
+  return cp > 0xffff ? `\\u{${hex}}` : `\\u${hex.padStart(4, "0")}`;
+}
+
+/** Text on one line: line breaks and tabs as spaces, anything unshowable as `\uXXXX`. */
+export function shownLine(text: string): string {
+  return text.replace(/\r\n|[\r\n\t\u2028\u2029]/g, " ").replace(UNSHOWABLE, codePoint);
+}
+
+/** Text of several lines (an engine's error): `\n` between lines, tabs kept, the rest as shownLine. */
+export function shownText(text: string): string {
+  return text
+    .replace(/\r\n?/g, "\n")
+    .replace(UNSHOWABLE, (c) => (c === "\n" || c === "\t" ? c : codePoint(c)));
+}
+
+// ---------------------------------------------------------------------------------------------
 // Renderings.
 
 export const stackLabel = (s: { dir: string; stack: string }) => `${s.dir}:${s.stack}`;
@@ -183,10 +232,28 @@ export function summaryLine(report: FleetReport): string {
   return `${plural(c.total, "stack")}: ${c.drifted} drifted, ${c.clean} clean, ${c.error} error`;
 }
 
-/** "by key "ops-console" at 2026-…Z (request req_…)", or "author unknown". */
+/**
+ * "by key "ops-console" at 2026-…Z (request req_…)" ("deleted by key …", "deleted with its edge
+ * edghts_… by key …", "created by key …"), or "author unknown".
+ */
 export function showAuthors(authors: readonly Author[]): string {
   if (authors.length === 0) return "author unknown";
-  return authors.map((a) => `by key "${a.key}" at ${a.at} (request ${a.request})`).join("; ");
+  const what = (a: Author) =>
+    a.change === undefined
+      ? ""
+      : a.edge === undefined
+        ? `${a.change} `
+        : `${a.change} with its edge ${a.edge} `;
+  return authors
+    .map((a) => `${what(a)}by key ${JSON.stringify(a.key)} at ${a.at} (request ${a.request})`)
+    .join("; ");
+}
+
+/** A resource's drift line by line: each field with its authors; a fieldless one (deleted out of band) its own. */
+function fieldLines(r: DriftedResource): string[] {
+  if (r.fields.length === 0)
+    return r.authors.length > 0 ? [`whole resource: ${showAuthors(authorsOf("", r.authors))}`] : [];
+  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
 }
 
 const showChange = (f: FieldChange) =>
@@ -206,16 +273,13 @@ function detailOf(s: StackReport): string {
   return "";
 }
 
-const firstLine = (text: string) => text.split("\n").find((l) => l.trim()) ?? "";
+const firstLine = (text: string) => text.split(/\r\n|\r|\n/).find((l) => l.trim()) ?? "";
 
 /** The terminal table (stdout), then each drifted resource's fields and each error in full. */
 export function renderTable(report: FleetReport): string {
-  const rows = report.stacks.map((s) => [
-    stackLabel(s),
-    s.verdict,
-    detailOf(s),
-    s.remediation ? s.remediation.outcome : "",
-  ]);
+  const rows = report.stacks.map((s) =>
+    [stackLabel(s), s.verdict, detailOf(s), s.remediation ? s.remediation.outcome : ""].map(shownLine),
+  );
   const header = ["STACK", "VERDICT", "DETAIL", ...(rows.some((r) => r[3]) ? ["REMEDIATION"] : [])];
   const table = [header, ...rows.map((r) => r.slice(0, header.length))];
   const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
@@ -226,28 +290,54 @@ export function renderTable(report: FleetReport): string {
       .trimEnd(),
   );
   for (const s of report.stacks) {
+    const label = shownLine(stackLabel(s));
     if (s.verdict === "drifted") {
-      lines.push("", `${stackLabel(s)} drifted:`);
+      lines.push("", `${label} drifted:`);
       for (const r of s.resources) {
-        lines.push(`  ${r.op} ${r.name} (${r.type})`, `    ${r.urn}`);
-        for (const f of r.fields)
-          lines.push(`    ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
+        lines.push(`  ${shownLine(`${r.op} ${r.name} (${r.type})`)}`, `    ${shownLine(r.urn)}`);
+        for (const l of fieldLines(r)) lines.push(`    ${shownLine(l)}`);
       }
     }
     if (s.verdict === "error") {
-      lines.push("", `${stackLabel(s)} could not be checked:`);
-      for (const l of (s.error ?? "").split("\n")) lines.push(`  ${l}`);
+      lines.push("", `${label} could not be checked:`);
+      for (const l of shownText(s.error ?? "").split("\n")) lines.push(`  ${l}`);
     }
     if (s.remediation?.message)
-      lines.push("", `${stackLabel(s)} remediation ${remediationText(s.remediation)}`);
+      lines.push("", `${label} remediation ${shownLine(remediationText(s.remediation))}`);
   }
   lines.push("", summaryLine(report));
   return `${lines.join("\n")}\n`;
 }
 
-/** Text inside a Markdown table cell: one line, pipes and backticks escaped. */
+/**
+ * Text inside a Markdown table cell: one line; backslashes, pipes and backticks escaped (GFM
+ * splits cells at every pipe not after a backslash, before any other parsing, and takes that
+ * backslash away).
+ */
 function cell(text: string): string {
-  return text.replace(/\r?\n/g, " ").replace(/\|/g, "\\|").replace(/`/g, "\\`");
+  return shownLine(text).replace(/[\\|`]/g, "\\$&");
+}
+
+/**
+ * A Markdown code span holding `text` as it is: fenced by more backticks than any run inside,
+ * padded when it starts or ends with a backtick or a space (CommonMark strips one space each
+ * side); in a table cell its pipes escaped (the table takes the backslash away, the span does
+ * not). Empty text is no span.
+ */
+function code(text: string, inTable = true): string {
+  let body = shownLine(text);
+  if (body === "") return "";
+  if (inTable) body = body.replace(/\|/g, "\\|");
+  const fence = "`".repeat(Math.max(0, ...(body.match(/`+/g) ?? []).map((r) => r.length)) + 1);
+  const pad = /^[` ]|[` ]$/.test(body) && body.trim() !== "" ? " " : "";
+  return `${fence}${pad}${body}${pad}${fence}`;
+}
+
+/** A fenced code block holding `text`'s lines as they are: its fence longer than any backtick run in them. */
+function codeBlock(text: string): string[] {
+  const body = shownText(text);
+  const fence = "`".repeat(Math.max(2, ...(body.match(/`+/g) ?? []).map((r) => r.length)) + 1);
+  return [fence, body, fence];
 }
 
 /** Markdown for a CI job summary or a pull-request comment. */
@@ -262,17 +352,17 @@ export function renderMarkdown(report: FleetReport): string {
   );
   for (const s of report.stacks) {
     const rem = withRemediation ? ` ${s.remediation ? cell(remediationText(s.remediation)) : ""} |` : "";
-    out.push(`| \`${cell(stackLabel(s))}\` | ${s.verdict} | ${cell(detailOf(s))} |${rem}`);
+    out.push(`| ${code(stackLabel(s))} | ${s.verdict} | ${cell(detailOf(s))} |${rem}`);
   }
   for (const s of report.stacks.filter((x) => x.verdict === "drifted")) {
-    out.push("", `### \`${cell(stackLabel(s))}\` drifted`, "");
+    out.push("", `### ${code(stackLabel(s), false)} drifted`, "");
     out.push("| Resource | Type | Field | Change | Changed by |", "| --- | --- | --- | --- | --- |");
     for (const r of s.resources) {
       const fields = r.fields.length > 0 ? r.fields : [{ path: "", from: undefined, to: undefined }];
       for (const f of fields) {
         const change = f.path ? showChange(f) : r.op;
         out.push(
-          `| ${cell(r.name)} | \`${cell(r.type)}\` | ${f.path ? `\`${cell(f.path)}\`` : ""} | ${cell(change)} | ${cell(
+          `| ${cell(r.name)} | ${code(r.type)} | ${code(f.path)} | ${cell(change)} | ${cell(
             showAuthors(authorsOf(f.path, r.authors)),
           )} |`,
         );
@@ -280,14 +370,7 @@ export function renderMarkdown(report: FleetReport): string {
     }
   }
   for (const s of report.stacks.filter((x) => x.verdict === "error")) {
-    out.push(
-      "",
-      `### \`${cell(stackLabel(s))}\` could not be checked`,
-      "",
-      "```",
-      (s.error ?? "").replace(/```/g, "'''"),
-      "```",
-    );
+    out.push("", `### ${code(stackLabel(s), false)} could not be checked`, "", ...codeBlock(s.error ?? ""));
   }
   return `${out.join("\n")}\n`;
 }
@@ -307,18 +390,18 @@ export function renderJson(report: FleetReport): string {
   )}\n`;
 }
 
-function xml(text: string): string {
-  return (
-    text
-      .replace(/&/g, "&amp;")
-      .replace(/</g, "&lt;")
-      .replace(/>/g, "&gt;")
-      .replace(/"/g, "&quot;")
-      // Characters XML 1.0 cannot hold at all (ANSI escapes from a tool's output).
-      // eslint-disable-next-line no-control-regex
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "")
-  );
-}
+/** Markup characters as entities (`>` always: `]]>` may not appear in an element's text). */
+const entities = (text: string) =>
+  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+
+/**
+ * An attribute's value: one line (a parser would turn a tab or line break into a space anyway).
+ * XML 1.0 has no character at all, not even a reference, for C0 controls, U+FFFE, U+FFFF or a
+ * lone surrogate: shownLine and shownText show them as `\uXXXX`.
+ */
+const xmlAttr = (text: string) => entities(shownLine(text));
+/** An element's text: lines and tabs kept (a CR as a line break, which is what a parser makes of it). */
+const xmlText = (text: string) => entities(shownText(text));
 
 /** JUnit XML: one testsuite, one testcase per stack; drift a failure, a broken stack an error. */
 export function renderJunit(report: FleetReport): string {
@@ -330,7 +413,7 @@ export function renderJunit(report: FleetReport): string {
     `  <testsuite name="pulumi-edge drift" tests="${c.total}" failures="${c.drifted}" errors="${c.error}" skipped="0" time="${time.toFixed(3)}">`,
   ];
   for (const s of report.stacks) {
-    const open = `    <testcase classname="${xml(s.dir)}" name="${xml(s.stack)}" time="${s.seconds.toFixed(3)}"`;
+    const open = `    <testcase classname="${xmlAttr(s.dir)}" name="${xmlAttr(s.stack)}" time="${s.seconds.toFixed(3)}"`;
     if (s.verdict === "clean") {
       lines.push(`${open}/>`);
       continue;
@@ -338,16 +421,16 @@ export function renderJunit(report: FleetReport): string {
     lines.push(`${open}>`);
     if (s.verdict === "drifted") {
       const body = s.resources.flatMap((r) => [
-        `${r.op} ${r.name} (${r.type}) ${r.urn}`,
-        ...r.fields.map((f) => `  ${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`),
+        shownLine(`${r.op} ${r.name} (${r.type}) ${r.urn}`),
+        ...fieldLines(r).map((l) => `  ${shownLine(l)}`),
       ]);
-      if (s.remediation) body.push(`remediation ${remediationText(s.remediation)}`);
+      if (s.remediation) body.push(shownLine(`remediation ${remediationText(s.remediation)}`));
       lines.push(
-        `      <failure type="drift" message="${xml(`${plural(s.resources.length, "resource")} drifted`)}">${xml(body.join("\n"))}</failure>`,
+        `      <failure type="drift" message="${xmlAttr(`${plural(s.resources.length, "resource")} drifted`)}">${xmlText(body.join("\n"))}</failure>`,
       );
     } else {
       lines.push(
-        `      <error type="error" message="${xml(firstLine(s.error ?? ""))}">${xml(s.error ?? "")}</error>`,
+        `      <error type="error" message="${xmlAttr(firstLine(s.error ?? ""))}">${xmlText(s.error ?? "")}</error>`,
       );
     }
     lines.push(`    </testcase>`);

@@ -15,6 +15,7 @@ import {
 } from "@pulumi/pulumi/automation";
 import { errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../identity";
+import { lockCheck } from "./lock";
 import {
   type Author,
   changedFields,
@@ -254,10 +255,9 @@ export class EventLog {
 
   /** The authors the provider reported for a resource (its URN; a warning without one, by its name). */
   private authors(urn: string, name: string): Author[] {
-    const own = (this.warnings.get(urn) ?? []).flatMap(parseAuthorWarnings);
-    const unattached = (this.warnings.get("") ?? [])
-      .filter((m) => m.split("\n").some((l) => l.trim().split(" ")[1] === `${name}:`))
-      .flatMap(parseAuthorWarnings);
+    const own = (this.warnings.get(urn) ?? []).flatMap((m) => parseAuthorWarnings(m));
+    // The line names its resource; a kind of two words ("HTTPS edge") or a name with spaces included.
+    const unattached = (this.warnings.get("") ?? []).flatMap((m) => parseAuthorWarnings(m, name));
     return [...own, ...unattached];
   }
 
@@ -300,12 +300,16 @@ export async function checkStack(target: Target, engine: Engine): Promise<StackR
   const log = new EventLog();
   try {
     const stack = await selectStack(target, engine);
+    // A preview ignores the stack's lock: a locked stack's state is mid-update, not drifted.
+    const unlocked = await lockCheck(stack, target.dir, engine.command.command, engine.env);
+    unlocked();
     const preview = await stack.preview({
       refresh: true,
       runProgram: true,
       color: "never",
       onEvent: log.onEvent,
     });
+    unlocked(); // taken while the preview ran: what it read may be mid-update too
     const resources = log.drifted();
     const changed = Object.entries(preview.changeSummary).reduce(
       (sum, [op, n]) => sum + (op === "same" ? 0 : (n ?? 0)),

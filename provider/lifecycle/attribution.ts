@@ -1,8 +1,8 @@
 /**
  * Drift that names its author: when a refresh finds an object other than the state says, the
  * service's audit trail (`GET /audit_events`) tells who last changed each drifted field, and the
- * engine's output says so, one warning per drifted resource, one line per field, in a form other
- * tools parse (`pulumi-edge drift`):
+ * engine's output says so, one warning per drifted resource, one line per field, in the form
+ * authorship.ts defines and `pulumi-edge drift` reads back:
  *
  *   route shop-r2: backend.backendId changed out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_…)
  *
@@ -27,6 +27,7 @@ import {
 } from "../../sdk/contract";
 import { deepEqual } from "../model/canonical";
 import { toCamel } from "../model/case";
+import { type AuthorLabel, type AuthorLine, formatAuthorLine } from "./authorship";
 import type { OperationContext } from "./types";
 
 /**
@@ -56,9 +57,12 @@ const concerns = (q: string, p: string) => q === p || q.startsWith(`${p}.`) || p
 /** RFC 3339 to the second: what the line shows (the event keeps milliseconds). */
 const secondsOf = (time: string) => time.replace(/\.\d+Z$/, "Z");
 
-/** `at <time> by key "<name>" (request <id>)`: the part every line ends with. */
-const byWhom = (e: AuditEvent) =>
-  `at ${secondsOf(e.time)} by key "${e.key ?? "(none)"}" (request ${e.request_id ?? "(none)"})`;
+/** Who and when, as every line ends: the event's time, key and request. */
+const byWhom = (e: AuditEvent): Pick<AuthorLine, "at" | "key" | "request"> => ({
+  at: secondsOf(e.time),
+  key: e.key ?? "(none)",
+  request: e.request_id ?? "(none)",
+});
 
 /** The resource's name: the last part of its URN, else its id. */
 const nameOf = (ctx: OperationContext | undefined, id: string) => ctx?.name ?? id;
@@ -136,7 +140,7 @@ export function authorOf(
 export async function attributeDrift(
   client: EdgeClient,
   ctx: OperationContext | undefined,
-  what: { label: string; id: string; objectId: string },
+  what: { label: AuthorLabel; id: string; objectId: string },
   stored: Record<string, unknown>,
   now: Record<string, unknown>,
 ): Promise<void> {
@@ -144,20 +148,33 @@ export async function attributeDrift(
   const changes = diffChanges(stored, now);
   const paths = Object.keys(changes);
   if (paths.length === 0) return;
-  // A module (a top-level object) gone whole is one line: who deleted it.
-  const gone = Object.keys(stored).filter(
-    (k) => now[k] === undefined && typeof stored[k] === "object" && stored[k] !== null,
-  );
-  const drifted = [...gone, ...paths.filter((p) => !gone.some((g) => p.startsWith(`${g}.`)))];
+  // A module (a top-level object) gone or added whole is one line: who deleted or created it.
+  const isModule = (v: unknown) => typeof v === "object" && v !== null;
+  const gone = Object.keys(stored).filter((k) => now[k] === undefined && isModule(stored[k]));
+  const added = Object.keys(now).filter((k) => stored[k] === undefined && isModule(now[k]));
+  const whole = [...gone, ...added];
+  // An empty module is a leaf of its own path: one line for it, not two.
+  const drifted = [...whole, ...paths.filter((p) => !whole.some((g) => p === g || p.startsWith(`${g}.`)))];
   const trail = await eventsSince(client, what.objectId, ctx.lastWrite);
   if (!trail?.complete) return;
   const lines: string[] = [];
   for (const path of drifted) {
     const event = authorOf(trail.events, path, now);
     if (!event) continue;
-    const verb = gone.includes(path) ? "deleted" : "changed";
+    // A field the state did not have was created, not changed.
+    const verb = gone.includes(path)
+      ? "deleted"
+      : added.includes(path) || changes[path]?.before === undefined
+        ? "created"
+        : "changed";
     lines.push(
-      `${what.label} ${nameOf(ctx, what.id)}: ${camelPath(path)} ${verb} out of band ${byWhom(event)}`,
+      formatAuthorLine({
+        label: what.label,
+        name: nameOf(ctx, what.id),
+        field: camelPath(path),
+        verb,
+        ...byWhom(event),
+      }),
     );
   }
   if (lines.length > 0) ctx.log.warn(lines.join("\n"));
@@ -170,7 +187,7 @@ export async function attributeDrift(
 export async function attributeDeletion(
   client: EdgeClient,
   ctx: OperationContext | undefined,
-  what: { label: string; id: string; objectId: string; parentId?: string },
+  what: { label: AuthorLabel; id: string; objectId: string; parentId?: string },
 ): Promise<void> {
   if (!ctx?.log) return;
   // A delete is its object's last event: the newest since the stack's write, or none.
@@ -182,8 +199,15 @@ export async function attributeDeletion(
   const parent = own || what.parentId === undefined ? undefined : await deletion(what.parentId);
   const event = own ?? parent;
   if (!event) return;
-  const how = own ? "deleted out of band" : `deleted out of band with its edge ${what.parentId}`;
-  ctx.log.warn(`${what.label} ${nameOf(ctx, what.id)}: ${how} ${byWhom(event)}`);
+  ctx.log.warn(
+    formatAuthorLine({
+      label: what.label,
+      name: nameOf(ctx, what.id),
+      verb: "deleted",
+      ...(own ? {} : { withEdge: what.parentId }),
+      ...byWhom(event),
+    }),
+  );
 }
 
 /**

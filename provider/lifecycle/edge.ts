@@ -14,6 +14,7 @@ import type { EdgeInputs, EdgeOutputs } from "../model/types";
 import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
 import { attributeDeletion, attributeDrift } from "./attribution";
+import type { AuthorLabel } from "./authorship";
 import { BadIdError, readOrGone } from "./errors";
 import { createOptions, heldByCreate, noteCreated } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
@@ -36,7 +37,7 @@ function calls(client: EdgeClient, kind: EdgeKind) {
 }
 
 function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, HttpsEdge | TlsEdge> {
-  const label = kind === "https" ? "HTTPS edge" : "TLS edge";
+  const label: AuthorLabel = kind === "https" ? "HTTPS edge" : "TLS edge";
   return {
     check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
     diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),

@@ -125,7 +125,7 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs, Route> = {
     const { edgeId, routeId } = locateRoute(id, stored);
     // A refresh (state to compare with; an import has none) says who made the drift it finds.
     const refresh = isProps(stored) && Object.keys(stored).length > 0;
-    const what = { label: "route", id: routeId, objectId: routeId, parentId: edgeId };
+    const what = { label: "route" as const, id: routeId, objectId: routeId, parentId: edgeId };
     if (!found) {
       if (refresh) await attributeDeletion(client, ctx, what);
       return undefined;

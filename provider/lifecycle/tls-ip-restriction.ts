@@ -12,11 +12,12 @@ import type { TlsIpRestrictionInputs, TlsIpRestrictionOutputs } from "../model/t
 import { applyTlsIpRestrictionPlan, deleteIgnoringNotFound } from "../plan/execute";
 import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
 import { attributeDeletion, attributeDrift } from "./attribution";
+import type { AuthorLabel } from "./authorship";
 import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
 import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
-const LABEL = "IP restriction of TLS edge";
+const LABEL: AuthorLabel = "IP restriction of TLS edge";
 const TAKE = (edgeId: string): TakeOnPurpose => ({
   importType: "edge:index:TlsEdgeIpRestriction",
   importId: edgeId,

@@ -1,0 +1,117 @@
+/**
+ * The provider's authorship line, defined once: attribution.ts writes it into the engine's
+ * warnings on refresh, `pulumi-edge drift` (drift/report.ts) reads it back. One line per drifted
+ * field or object:
+ *
+ *   <kind> <name>: [<field> ]<changed|deleted|created> out of band[ with its edge <id>] at <time> by key "<key>" (request <id>)
+ *
+ *   route shop-r2: backend.backendId changed out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_…)
+ *   route shop-r2: compression deleted out of band at 2026-11-25T12:03:40Z by key "ops-console" (request op_…)
+ *   route shop-r2: deleted out of band with its edge edghts_… at 2026-11-25T12:04:02Z by key "ops-console" (request op_…)
+ *
+ * The key is always a JSON string. The name and the other fields are written bare when they can
+ * be read back unambiguously (the common case, so the line stays what people and tools already
+ * read), else as JSON strings: a service or a program may hand us any text, and a line break or
+ * a quote in it must neither split the line nor forge another author.
+ */
+
+/** The kinds of object a line is about, as the lifecycles name them. */
+export const AUTHOR_LABELS = ["route", "HTTPS edge", "TLS edge", "IP restriction of TLS edge"] as const;
+export type AuthorLabel = (typeof AUTHOR_LABELS)[number];
+
+/** What was done out of band: a field changed; a module or object deleted; one added. */
+export type AuthorVerb = "changed" | "deleted" | "created";
+
+export interface AuthorLine {
+  label: AuthorLabel;
+  /** The resource's name (its URN's last part), else the object's id. */
+  name: string;
+  /** The field or module path as the program names it; absent: the whole object. */
+  field?: string;
+  verb: AuthorVerb;
+  /** A route deleted with its edge: the edge's id. */
+  withEdge?: string;
+  /** RFC 3339 (to the second as the provider writes it). */
+  at: string;
+  /** The name of the API key that made the change; "(none)" when the service took no key. */
+  key: string;
+  /** The service's Request-Id of that change; "(none)" when the event has none. */
+  request: string;
+}
+
+/** Characters that would end the line, hide in it or not survive UTF-8 (lone surrogates). */
+const UNSAFE = /[\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/u;
+/**
+ * A field written bare: no space or quote (the parser's bare token), nothing unsafe, and no
+ * trailing ":" (else `a: b: changed` would read as the name "a: b" with no field).
+ */
+const bareToken = (s: string) => /^[^\s"]+$/u.test(s) && !s.endsWith(":") && !UNSAFE.test(s);
+/** A name written bare: anything on one line that does not start with a quote or pad itself. */
+const bareName = (s: string) => s !== "" && s.trim() === s && !s.startsWith('"') && !UNSAFE.test(s);
+
+const token = (s: string) => (bareToken(s) ? s : JSON.stringify(s));
+
+/** The line for `a`. */
+export function formatAuthorLine(a: AuthorLine): string {
+  const name = bareName(a.name) ? a.name : JSON.stringify(a.name);
+  const field = a.field === undefined ? "" : `${token(a.field)} `;
+  const edge = a.withEdge === undefined ? "" : ` with its edge ${token(a.withEdge)}`;
+  return (
+    `${a.label} ${name}: ${field}${a.verb} out of band${edge} at ${token(a.at)} ` +
+    `by key ${JSON.stringify(a.key)} (request ${token(a.request)})`
+  );
+}
+
+const QUOTED = String.raw`"(?:[^"\\]|\\.)*"`;
+const TOKEN = `${QUOTED}|[^\\s"]+`;
+const escapeRegex = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+// The name is greedy: the tail after it has a fixed form, so the last ": " that leaves a whole
+// tail ends the name, whatever ": " the name itself holds.
+const LINE = new RegExp(
+  `^(${AUTHOR_LABELS.map(escapeRegex).join("|")}) (${QUOTED}|[^"].*): ` +
+    `(?:(${TOKEN}) )?(changed|deleted|created) out of band(?: with its edge (${TOKEN}))? ` +
+    `at (${TOKEN}) by key (${QUOTED}) \\(request (${TOKEN})\\)$`,
+  "u",
+);
+
+/** A quoted field's text, or undefined when the quotes hold no JSON string. */
+function unquote(s: string): string | undefined {
+  if (!s.startsWith('"')) return s;
+  try {
+    const v: unknown = JSON.parse(s);
+    return typeof v === "string" ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** One line read back; undefined when it is not an authorship line. */
+export function parseAuthorLine(line: string): AuthorLine | undefined {
+  const m = LINE.exec(line.trim());
+  if (!m) return undefined;
+  const [, label, rawName, rawField, verb, rawEdge, rawAt, rawKey, rawRequest] = m;
+  const name = unquote(rawName!);
+  const field = rawField === undefined ? undefined : unquote(rawField);
+  const withEdge = rawEdge === undefined ? undefined : unquote(rawEdge);
+  const at = unquote(rawAt!);
+  const key = unquote(rawKey!);
+  const request = unquote(rawRequest!);
+  if ([name, at, key, request].includes(undefined)) return undefined;
+  if ((rawField !== undefined && field === undefined) || (rawEdge !== undefined && withEdge === undefined))
+    return undefined;
+  return {
+    label: label as AuthorLabel,
+    name: name!,
+    ...(field === undefined ? {} : { field }),
+    verb: verb as AuthorVerb,
+    ...(withEdge === undefined ? {} : { withEdge }),
+    at: at!,
+    key: key!,
+    request: request!,
+  };
+}
+
+/** Every authorship line of a warning's text (one or more lines); other lines are skipped. */
+export function parseAuthorLines(message: string): AuthorLine[] {
+  return message.split(/\r?\n/).flatMap((l) => parseAuthorLine(l) ?? []);
+}

@@ -1,0 +1,290 @@
+/**
+ * The authorship warning line (provider/lifecycle/authorship.ts): what attribution writes is what
+ * `pulumi-edge drift` reads, for every verb and any text the service or the program hands us.
+ */
+import type { EngineEvent } from "@pulumi/pulumi/automation";
+import fc from "fast-check";
+import type { EdgeClient } from "../../sdk/client";
+import type { AuditEvent } from "../../sdk/contract";
+import { type FleetReport, renderJunit, renderMarkdown, renderTable } from "../../provider/drift/report";
+import { EventLog } from "../../provider/drift/run";
+import type { OperationContext } from "../../provider/lifecycle";
+import { attributeDeletion, attributeDrift } from "../../provider/lifecycle/attribution";
+import {
+  AUTHOR_LABELS,
+  type AuthorLine,
+  formatAuthorLine,
+  parseAuthorLine,
+  parseAuthorLines,
+} from "../../provider/lifecycle/authorship";
+import { FC_SEED } from "../reliability/support";
+import { hostileText } from "../support/hostile-text";
+
+const base = { at: "2026-11-25T12:03:11Z", key: "ops-console", request: "op_7jkEX0A8kv2EEGX8UAOm" };
+
+describe("the authorship line", () => {
+  test.each<[string, AuthorLine, string]>([
+    [
+      "a field changed",
+      { label: "route", name: "shop-r2", field: "backend.backendId", verb: "changed", ...base },
+      'route shop-r2: backend.backendId changed out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_7jkEX0A8kv2EEGX8UAOm)',
+    ],
+    [
+      "a module deleted",
+      { label: "route", name: "shop-r2", field: "compression", verb: "deleted", ...base },
+      'route shop-r2: compression deleted out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_7jkEX0A8kv2EEGX8UAOm)',
+    ],
+    [
+      "an object deleted",
+      { label: "HTTPS edge", name: "web", verb: "deleted", ...base },
+      'HTTPS edge web: deleted out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_7jkEX0A8kv2EEGX8UAOm)',
+    ],
+    [
+      "a route deleted with its edge",
+      { label: "route", name: "shop-r2", verb: "deleted", withEdge: "edghts_2Xb", ...base },
+      'route shop-r2: deleted out of band with its edge edghts_2Xb at 2026-11-25T12:03:11Z by key "ops-console" (request op_7jkEX0A8kv2EEGX8UAOm)',
+    ],
+    [
+      "a module created",
+      {
+        label: "IP restriction of TLS edge",
+        name: "tls-ipr",
+        field: "ipPolicyIds",
+        verb: "created",
+        ...base,
+      },
+      'IP restriction of TLS edge tls-ipr: ipPolicyIds created out of band at 2026-11-25T12:03:11Z by key "ops-console" (request op_7jkEX0A8kv2EEGX8UAOm)',
+    ],
+    [
+      "no key, no request id",
+      {
+        label: "TLS edge",
+        name: "t",
+        field: "hostports",
+        verb: "changed",
+        ...base,
+        key: "(none)",
+        request: "(none)",
+      },
+      'TLS edge t: hostports changed out of band at 2026-11-25T12:03:11Z by key "(none)" (request (none))',
+    ],
+  ])("%s: the documented form, read back as written", (_, line, text) => {
+    expect(formatAuthorLine(line)).toBe(text);
+    expect(parseAuthorLine(text)).toEqual(line);
+  });
+
+  test("keys with quotes, backslashes and any Unicode; names that look like the line itself", () => {
+    const lines: AuthorLine[] = [
+      { label: "route", name: "r", field: "a.b", verb: "changed", ...base, key: 'a "q" key' },
+      { label: "route", name: "r", field: "a.b", verb: "changed", ...base, key: "back\\slash\\" },
+      { label: "route", name: "r", verb: "deleted", ...base, key: "clé 🔑 \u2028 \ud800 \n" },
+      {
+        label: "route",
+        name: 'a: b changed out of band at x by key "k" (request y)',
+        verb: "created",
+        ...base,
+      },
+      { label: "route", name: "a", field: "b:", verb: "changed", ...base },
+      { label: "route", name: '"quoted"', field: "changed", verb: "changed", ...base },
+      { label: "route", name: "line\nbreak", field: "with space", verb: "deleted", ...base },
+    ];
+    for (const line of lines) {
+      const text = formatAuthorLine(line);
+      expect(text).not.toMatch(/[\n\r]/);
+      expect(parseAuthorLine(text)).toEqual(line);
+    }
+  });
+
+  test("other lines and near misses are not authorship", () => {
+    for (const text of [
+      "some other warning about shop-r2",
+      'route shop-r2: backend.backendId changed at 2026-11-25T12:03:11Z by key "x" (request req_3)',
+      'router shop-r2: a changed out of band at t by key "x" (request r)',
+      'route shop-r2: a modified out of band at t by key "x" (request r)',
+      "route shop-r2: a changed out of band at t by key x (request r)",
+      'route shop-r2: a changed out of band at t by key "x\\q" (request r)',
+    ])
+      expect(parseAuthorLine(text)).toBeUndefined();
+  });
+
+  test("property: any line round-trips, alone or among others in one warning", () => {
+    const line: fc.Arbitrary<AuthorLine> = fc
+      .record({
+        label: fc.constantFrom(...AUTHOR_LABELS),
+        name: hostileText(),
+        field: fc.option(hostileText(), { nil: undefined }),
+        verb: fc.constantFrom("changed" as const, "deleted" as const, "created" as const),
+        withEdge: fc.option(hostileText(), { nil: undefined }),
+        at: fc.oneof(fc.constant(base.at), hostileText()),
+        key: hostileText(),
+        request: fc.oneof(fc.constant(base.request), hostileText()),
+      })
+      .map((l) => {
+        const out = { ...l };
+        if (out.field === undefined) delete out.field;
+        if (out.withEdge === undefined) delete out.withEdge;
+        return out;
+      });
+    fc.assert(
+      fc.property(fc.array(line, { minLength: 1, maxLength: 4 }), hostileText(), (lines, noise) => {
+        for (const l of lines) expect(parseAuthorLine(formatAuthorLine(l))).toEqual(l);
+        // Other text in the same warning is skipped unless it is itself a whole line of the form.
+        const message = [noise.replace(/[\r\n]/g, " "), ...lines.map(formatAuthorLine)].join("\n");
+        const parsed = parseAuthorLines(message);
+        expect(parsed.slice(parsed.length - lines.length)).toEqual(lines);
+      }),
+      { numRuns: 2000, seed: FC_SEED },
+    );
+  });
+});
+
+describe("`pulumi-edge drift` reads every line the provider writes", () => {
+  const URN = "urn:pulumi:prod::shop::pulumi-nodejs:dynamic/edge:HttpsEdgeRoute::shop-r2";
+  const EDGE_URN = "urn:pulumi:prod::shop::pulumi-nodejs:dynamic/edge:HttpsEdge::web";
+  const event = (e: Partial<EngineEvent>): EngineEvent => ({ sequence: 0, timestamp: 0, ...e });
+  const warning = (urn: string | undefined, message: string) =>
+    event({ diagnosticEvent: { ...(urn ? { urn } : {}), message, color: "never", severity: "warning" } });
+  const step = (op: string, urn: string, old?: object, now?: object) =>
+    event({
+      resourcePreEvent: {
+        metadata: {
+          op: op as never,
+          urn,
+          type: urn.split("::")[2]!,
+          provider: "",
+          old: old && ({ inputs: old } as never),
+          new: now && ({ inputs: now } as never),
+        },
+      },
+    });
+  const ops = { ...base, key: 'ops "console"' };
+
+  test("a module deleted out of band names its author (it showed 'author unknown')", () => {
+    const log = new EventLog();
+    const lines = [
+      formatAuthorLine({ label: "route", name: "shop-r2", field: "compression", verb: "deleted", ...ops }),
+      formatAuthorLine({ label: "route", name: "shop-r2", field: "oauth", verb: "created", ...ops }),
+    ];
+    log.onEvent(warning(URN, lines.join("\n")));
+    log.onEvent(step("update", URN, { oauth: { provider: "github" } }, { compression: {} }));
+    const [route] = log.drifted();
+    expect(route!.authors).toEqual([
+      { field: "compression", ...ops, change: "deleted" },
+      { field: "oauth", ...ops, change: "created" },
+    ]);
+    const table = renderTable({
+      stacks: [{ dir: "shop", stack: "prod", verdict: "drifted", resources: [route!], seconds: 1 }],
+    });
+    expect(table).toContain(
+      `compression: removed (was {}), deleted by key "ops \\"console\\"" at ${base.at} (request ${base.request})`,
+    );
+    expect(table).toContain(`oauth: added {"provider":"github"}, created by key "ops \\"console\\""`);
+  });
+
+  test("a resource deleted out of band, or with its edge, shows who deleted it in every rendering", () => {
+    const log = new EventLog();
+    log.onEvent(
+      warning(
+        URN,
+        formatAuthorLine({ label: "route", name: "shop-r2", verb: "deleted", withEdge: "edghts_1", ...ops }),
+      ),
+    );
+    // A warning the engine did not attach to a resource: found by the name its line gives.
+    log.onEvent(
+      warning(undefined, formatAuthorLine({ label: "HTTPS edge", name: "web", verb: "deleted", ...ops })),
+    );
+    log.onEvent(step("create", EDGE_URN, undefined, { hostports: ["a:443"] }));
+    log.onEvent(step("create", URN, undefined, { match: "/shop" }));
+    const resources = log.drifted();
+    expect(resources.map((r) => r.authors)).toEqual([
+      [{ field: "", ...ops, change: "deleted" }],
+      [{ field: "", ...ops, change: "deleted", edge: "edghts_1" }],
+    ]);
+    const report: FleetReport = {
+      stacks: [{ dir: "shop", stack: "prod", verdict: "drifted", resources, seconds: 1 }],
+    };
+    const by = `by key "ops \\"console\\"" at ${base.at} (request ${base.request})`;
+    expect(renderTable(report)).toContain(`    whole resource: deleted ${by}`);
+    expect(renderTable(report)).toContain(`    whole resource: deleted with its edge edghts_1 ${by}`);
+    expect(renderJunit(report)).toContain(`whole resource: deleted with its edge edghts_1 by key &quot;ops`);
+    expect(renderMarkdown(report)).toContain(
+      `| web | \`pulumi-nodejs:dynamic/edge:HttpsEdge\` |  | create | deleted by key`,
+    );
+  });
+});
+
+describe("attribution writes the line (provider/lifecycle/attribution.ts)", () => {
+  const event = (id: string, changes: AuditEvent["changes"], operation = "update_route"): AuditEvent => ({
+    id,
+    time: "2026-11-25T12:03:11.482Z",
+    operation,
+    object_kind: "route",
+    object_id: "edghtsrt_1",
+    edge_id: "edghts_1",
+    key: 'ops "console" ✓',
+    request_id: `op_${id}`,
+    changes,
+    truncated: false,
+  });
+  /** What the route's warnings say on refresh, given the service's trail (newest first). */
+  async function warned(
+    events: AuditEvent[],
+    act: (client: EdgeClient, ctx: OperationContext) => Promise<void>,
+  ) {
+    const warnings: string[] = [];
+    const client = {
+      listAuditEvents: async ({ objectId }: { objectId: string }) => ({
+        audit_events: events.filter((e) => e.object_id === objectId),
+        uri: "",
+        next_page_uri: null,
+      }),
+    } as unknown as EdgeClient;
+    await act(client, {
+      name: "shop r2: x",
+      log: { info: () => undefined, warn: (m) => void warnings.push(m) },
+    });
+    return warnings.flatMap((w) => parseAuthorLines(w));
+  }
+  const what = { label: "route" as const, id: "edghtsrt_1", objectId: "edghtsrt_1", parentId: "edghts_1" };
+  const who = { at: "2026-11-25T12:03:11Z", key: 'ops "console" ✓' };
+
+  test("a module the state did not have is created, one it had is deleted, a field is changed", async () => {
+    const lines = await warned(
+      [
+        event("3", { "oauth.provider": { after: "github" } }),
+        event("2", { compression: { before: {} } }, "delete_compression_module"),
+        event("1", { "backend.backend_id": { before: "bkd_1", after: "bkd_2" } }),
+      ],
+      (client, ctx) =>
+        attributeDrift(
+          client,
+          ctx,
+          what,
+          { compression: {}, backend: { backend_id: "bkd_1" } },
+          { oauth: { provider: "github" }, backend: { backend_id: "bkd_2" } },
+        ),
+    );
+    expect(lines).toEqual([
+      { label: "route", name: "shop r2: x", field: "compression", verb: "deleted", ...who, request: "op_2" },
+      { label: "route", name: "shop r2: x", field: "oauth", verb: "created", ...who, request: "op_3" },
+      {
+        label: "route",
+        name: "shop r2: x",
+        field: "backend.backendId",
+        verb: "changed",
+        ...who,
+        request: "op_1",
+      },
+    ]);
+  });
+
+  test("a route gone with its edge names the edge", async () => {
+    const lines = await warned(
+      [{ ...event("9", {}, "delete_https_edge"), object_id: "edghts_1" }],
+      (client, ctx) => attributeDeletion(client, ctx, what),
+    );
+    expect(lines).toEqual([
+      { label: "route", name: "shop r2: x", verb: "deleted", withEdge: "edghts_1", ...who, request: "op_9" },
+    ]);
+  });
+});
