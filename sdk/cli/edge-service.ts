@@ -192,6 +192,10 @@ class KeysOnlySecrets extends Secrets {
   override sealingUnder(): Secrets {
     return this;
   }
+  /** Keys make no creates: the create fingerprint key is neither read nor made (the next server makes it). */
+  override metaKey(): undefined {
+    return undefined;
+  }
   override open(_stored: string, where: string): string {
     throw new Error(`edge-service keys reads no secrets, yet reached ${where}: please report this`);
   }

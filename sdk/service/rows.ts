@@ -247,7 +247,7 @@ export const seqOf = (raw: Raw | undefined): number => int(raw ?? {}, "seq");
 /** The text value of a one-column row (`SELECT value FROM meta …`). */
 export const textValue = (raw: Raw): string => text(raw, "value");
 
-/** The row of FIND_CREATED (see the stores): which table, which object, the request's digest. */
+/** The row of FIND_CREATED (see the stores): which table, which object, the request's fingerprint. */
 export function createdObject(raw: Raw): CreatedObject {
   const table = oneOf(TABLES, raw, "table");
   return {

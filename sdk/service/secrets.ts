@@ -241,6 +241,33 @@ export class Secrets {
     const same = current === stored.current && sameIds(ids, stored.inUse) && !stored.scanned;
     return same ? undefined : { current, inUse: ids };
   }
+
+  /**
+   * A 32-byte key a store keeps in a meta row (the create fingerprints' key, ./fingerprints),
+   * opened from `stored`, or made when there is none; with the text to store when it was just
+   * made or is not sealed under the store's current key (`current`): sealed under it, or, in a
+   * store that seals nothing (no `current`), the key's base64 as it is. Undefined: this ring
+   * neither opens nor makes one (see the keys command's).
+   */
+  metaKey(stored: string | undefined, current: string | undefined, where: string): MetaKey | undefined {
+    const bytes =
+      stored === undefined ? randomBytes(KEY_BYTES) : Buffer.from(this.open(stored, where), "base64");
+    if (bytes.length !== KEY_BYTES) {
+      throw new SecretsKeyError(
+        `${where} is not a key of ${KEY_BYTES} bytes: was it written by another program? (restore the store from a backup)`,
+      );
+    }
+    if (stored !== undefined && sealedKeyId(stored) === current) return { bytes };
+    const text = bytes.toString("base64");
+    return { bytes, record: current === undefined ? text : this.sealingUnder(current, where).seal(text) };
+  }
+}
+
+/** A key kept in a store's meta row (see Secrets.metaKey). */
+export interface MetaKey {
+  bytes: Buffer;
+  /** The row's new text, when it must be written. */
+  record?: string;
 }
 
 const sameIds = (a: readonly string[], b: readonly string[]): boolean =>

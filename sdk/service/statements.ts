@@ -21,6 +21,7 @@
  */
 import type { AuditEvent } from "../contract";
 import { AUDIT_SEQ_FLOOR, type AuditRecord, auditEventOf, changesText } from "./audit";
+import { FINGERPRINT_PREFIX } from "./fingerprints";
 import { type Secrets } from "./secrets";
 import {
   apiKeyRow,
@@ -37,6 +38,7 @@ import type {
   ApiKeyRow,
   AuditFilter,
   CreatedObject,
+  CreatedTable,
   Dialect,
   EdgeRow,
   RouteRow,
@@ -95,6 +97,8 @@ function statement<Row = Raw>(
 }
 
 const CREATE_MARK = "create_key, create_request";
+/** A keyed create's request kept in an earlier version's form (see ./fingerprints). */
+const UNKEYED = `create_request IS NOT NULL AND create_request NOT LIKE '${FINGERPRINT_PREFIX}%'`;
 
 /** The highest seq the index by object holds (0 when empty): the tail after it is scanned. */
 const INDEXED_UP_TO = "SELECT COALESCE(max(seq), 0) FROM audit_by_object";
@@ -199,6 +203,31 @@ export const SQL = {
     "rekey_tls_restriction",
     "UPDATE tls_ip_restrictions SET create_key = $1 WHERE create_key = $2",
   ),
+  /**
+   * The keyed creates whose request is kept as an earlier version's digest, not yet a keyed
+   * fingerprint (./fingerprints): what the upgrade to it rewrites.
+   */
+  unkeyedCreates: statement<CreatedObject>(
+    "unkeyed_creates",
+    `SELECT 'edges' AS "table", id, create_request AS request FROM edges WHERE ${UNKEYED}
+  UNION ALL
+  SELECT 'routes', id, create_request FROM routes WHERE ${UNKEYED}
+  UNION ALL
+  SELECT 'tls_ip_restrictions', edge_id, create_request FROM tls_ip_restrictions WHERE ${UNKEYED}`,
+    { row: createdObject },
+  ),
+  edgeCreateRequestSet: statement(
+    "edge_create_request_set",
+    "UPDATE edges SET create_request = $1 WHERE id = $2",
+  ),
+  routeCreateRequestSet: statement(
+    "route_create_request_set",
+    "UPDATE routes SET create_request = $1 WHERE id = $2",
+  ),
+  tlsCreateRequestSet: statement(
+    "tls_create_request_set",
+    "UPDATE tls_ip_restrictions SET create_request = $1 WHERE edge_id = $2",
+  ),
 
   // ---------------------------------------------------------------- API keys
   apiKeys: statement<ApiKeyRow>("api_keys", "SELECT * FROM api_keys ORDER BY created_at, name", {
@@ -284,6 +313,14 @@ export const SQL = {
     "UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2",
   ),
 } as const;
+
+/** The statement that rewrites a keyed create's stored request, by its object's table. */
+export const createRequestSet = (table: CreatedTable): Statement =>
+  ({
+    edges: SQL.edgeCreateRequestSet,
+    routes: SQL.routeCreateRequestSet,
+    tls_ip_restrictions: SQL.tlsCreateRequestSet,
+  })[table];
 
 /** An event's values for SQL.auditInsert. */
 export const auditInsertValues = (e: AuditRecord): SqlValue[] => AUDIT_VALUES.map(([, value]) => value(e));

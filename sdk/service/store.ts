@@ -52,7 +52,7 @@ export interface RouteRow {
 export type RouteChanges = Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">;
 
 /**
- * The `Idempotency-Key` of the create that made an object, and the digest of that create's request:
+ * The `Idempotency-Key` of the create that made an object, and the fingerprint of that create's request (./fingerprints):
  * kept on the object's own row, so it lives exactly as long as the object (deleting the object
  * forgets it) and a repeated create finds the object as it is now.
  */
@@ -64,7 +64,7 @@ export interface CreateMark {
 /** The tables whose rows a keyed create makes. */
 export type CreatedTable = "edges" | "routes" | "tls_ip_restrictions";
 
-/** An object a keyed create made: its id (a TLS restriction's is its edge's) and the create's request digest. */
+/** An object a keyed create made: its id (a TLS restriction's is its edge's) and the create's request fingerprint. */
 export interface CreatedObject {
   table: CreatedTable;
   id: string;
@@ -163,8 +163,14 @@ export function targetNotEmpty(table: DataTable, store: Dialect): Error {
   return new Error(`the target already holds data (table ${table}); ${empty}`);
 }
 
-/** Every row of every data table, columns as stored (JSON columns as text). */
-export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
+/**
+ * Every row of every data table, columns as stored (JSON columns as text), and the key of the
+ * keyed creates' fingerprints as its meta row holds it (see ./fingerprints; null when none was
+ * made): without it, the copied objects would no longer know their creates' repeats.
+ */
+export type StoreDump = Record<DataTable, Array<Record<string, string | number>>> & {
+  create_fingerprint_key: string | null;
+};
 
 /** The operations of one transaction. */
 export type Dialect = "sqlite" | "postgres";
@@ -267,6 +273,11 @@ export interface Store {
   write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** Runs `fn` against one consistent snapshot. */
   read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /**
+   * What an object made by a keyed create keeps of the create's request (method, path, body as
+   * sent): a fingerprint under the store's key (see ./fingerprints), which answers no guess.
+   */
+  createFingerprint(request: string): string;
   /**
    * A value that changes whenever committed data may have changed since it was last read, whoever
    * wrote (this process, another process, another replica); compared with `!==`. Read before a
