@@ -243,6 +243,21 @@ export class Secrets {
   }
 
   /**
+   * Why a server with this ring cannot serve a store whose meta names `current` as the key new
+   * values are sealed under and `inUse` (comma-separated) as the keys stored values are under,
+   * or undefined when it holds them all: readiness says so (finding 7 of issue 35), since every
+   * request that seals or opens a secret would answer 503 (MissingSecretsKey).
+   */
+  whyCannotServe(current: string | undefined, inUse: string | undefined): string | undefined {
+    const ids = new Set(parseKeyIds(inUse ?? ""));
+    if (current !== undefined) ids.add(current);
+    const missing = [...ids].filter((id) => !this.byId.has(id)).sort();
+    if (missing.length === 0) return undefined;
+    const them = `secrets key${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`;
+    return `this server was not given ${them}, which the store's secrets are sealed under (secrets rotate moved them; it has ${describeRing(this.keys)}): requests that seal or open a secret answer 503; restart it with that key (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY)`;
+  }
+
+  /**
    * A 32-byte key a store keeps in a meta row (the create fingerprints' key, ./fingerprints),
    * opened from `stored`, or made when there is none; with the text to store when it was just
    * made or is not sealed under the store's current key (`current`): sealed under it, or, in a

@@ -22,11 +22,12 @@
 import type { AuditEvent } from "../contract";
 import { AUDIT_SEQ_FLOOR, type AuditRecord, auditEventOf, changesText } from "./audit";
 import { FINGERPRINT_PREFIX } from "./fingerprints";
-import { type Secrets } from "./secrets";
+import { type Secrets, SECRETS_KEY_ID, SECRETS_KEY_IDS } from "./secrets";
 import {
   apiKeyRow,
   createdObject,
   edgeRow,
+  liveServerRow,
   type Raw,
   routeRow,
   samlCertificateRow,
@@ -41,6 +42,7 @@ import type {
   CreatedTable,
   Dialect,
   EdgeRow,
+  LiveServer,
   RouteRow,
   SqlValue,
   Statement,
@@ -49,6 +51,8 @@ import type {
 
 interface Hooks {
   readonly forUpdate: string;
+  /** The database's clock, in integer milliseconds since the epoch. */
+  readonly nowMs: string;
   anyOf(column: string, n: number): string;
   /** The seq of a new audit event (see SQL.auditInsert). */
   readonly auditSeq: string;
@@ -57,6 +61,7 @@ interface Hooks {
 const HOOKS: Record<Dialect, Hooks> = {
   sqlite: {
     forUpdate: "",
+    nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     anyOf: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
     // The rowid's own rule (max + 1), but never below the last seq pruned, so that an id is never
     // reused once pruning emptied the table: AUTOINCREMENT's guarantee without its counter page
@@ -65,6 +70,7 @@ const HOOKS: Record<Dialect, Hooks> = {
   },
   postgres: {
     forUpdate: " FOR UPDATE",
+    nowMs: "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
     anyOf: (column, n) => `${column} = ANY($${n})`,
     auditSeq: "DEFAULT", // BIGSERIAL: a sequence never goes back
   },
@@ -288,6 +294,26 @@ export const SQL = {
   AND seq < (SELECT COALESCE(min(seq), ${Number.MAX_SAFE_INTEGER}) FROM audit_events)`,
   ),
 
+  // ---------------------------------------------------------------- servers alive (./presence)
+  /** A server says it is alive (its row made again if it was pruned meanwhile). */
+  serverBeat: statement(
+    "server_beat",
+    (d) =>
+      `INSERT INTO servers (id, host, pid, url, started_at, key_ids, beat_ms, seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, ${d.nowMs})
+  ON CONFLICT (id) DO UPDATE SET key_ids = excluded.key_ids, seen_ms = excluded.seen_ms`,
+  ),
+  serverGone: statement("server_gone", "DELETE FROM servers WHERE id = $1"),
+  /** The rows of servers not heard of for $1 ms (crashed: a clean stop deletes its row). */
+  serversPrune: statement("servers_prune", (d) => `DELETE FROM servers WHERE seen_ms < ${d.nowMs} - $1`),
+  /** The servers heard of within three of their beats and $1 ms more, oldest first. */
+  serversLive: statement<LiveServer>(
+    "servers_live",
+    (d) =>
+      `SELECT host, pid, url, started_at, key_ids, ${d.nowMs} - seen_ms AS age_ms FROM servers
+  WHERE seen_ms > ${d.nowMs} - (3 * beat_ms + $1) ORDER BY started_at, id`,
+    { row: liveServerRow },
+  ),
+
   // ---------------------------------------------------------------- metadata and secrets
   metaGet: statement<string>("meta_get", "SELECT value FROM meta WHERE key = $1", { row: textValue }),
   metaSet: statement(
@@ -298,6 +324,12 @@ export const SQL = {
   schemaVersion: statement<string>("schema_version", "SELECT value FROM meta WHERE key = 'schema_version'", {
     row: textValue,
   }),
+  /** What readiness reads of the meta: the schema, and the keys the secrets are sealed under. */
+  metaReadiness: statement<[string, string]>(
+    "meta_readiness",
+    `SELECT key, value FROM meta WHERE key IN ('schema_version', '${SECRETS_KEY_ID}', '${SECRETS_KEY_IDS}')`,
+    { row: (raw) => [String(Reflect.get(raw, "key")), textValue(raw)] },
+  ),
   /** The routes whose modules hold a sealed secret (their key ids scanned). */
   sealedRoutes: statement("sealed_routes", "SELECT id, modules FROM routes WHERE modules LIKE $1"),
   samlKeyValues: statement<string>(

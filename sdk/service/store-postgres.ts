@@ -34,6 +34,10 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  LIVE_SLACK_MS,
+  type LiveServer,
+  SERVERS_TABLE,
+  serversOnTarget,
   targetNotEmpty,
   type PoolStats,
   type Resealed,
@@ -135,6 +139,8 @@ const PG_MIGRATIONS: readonly string[] = [
   // Keyed creates' requests as an HMAC under the store's key, as in SQLite's schema 8: rewritten
   // in code, in this same transaction, once the secrets key is checked (openFingerprints).
   `-- create_request rewritten by openFingerprints`,
+  // The servers running on the database, as in SQLite's schema 9.
+  SERVERS_TABLE,
 ];
 /** The schema whose upgrade keys the keyed creates' digests (see openFingerprints). */
 export const PG_KEYED_FINGERPRINTS_SCHEMA = 6;
@@ -543,13 +549,17 @@ export class PostgresStore implements Store {
    */
   async whyNotReady(): Promise<string | undefined> {
     try {
-      const { rows } = await this.pool.query<{ value: string }>({
-        name: SQL.schemaVersion.name,
-        text: SQL.schemaVersion.postgres,
+      const { rows } = await this.pool.query<Raw>({
+        name: SQL.metaReadiness.name,
+        text: SQL.metaReadiness.postgres,
         query_timeout: 2000,
       } as pg.QueryConfig);
-      const version = rows[0] ? Number(rows[0].value) : 0;
-      if (version === PG_SCHEMA_VERSION) return undefined;
+      const meta = new Map(rows.map((r) => SQL.metaReadiness.row(r, this.secrets)));
+      const version = Number(meta.get("schema_version") ?? 0);
+      // Every request that seals or opens a secret would answer 503 (issue 35, finding 7).
+      if (version === PG_SCHEMA_VERSION) {
+        return this.secrets.whyCannotServe(meta.get(SECRETS_KEY_ID), meta.get(SECRETS_KEY_IDS));
+      }
       return version > PG_SCHEMA_VERSION
         ? `the database at ${this.location} was upgraded to schema ${version} by a newer edge-service (this one runs schema ${PG_SCHEMA_VERSION}): upgrade this replica`
         : `the database at ${this.location} holds schema ${version}, this edge-service runs ${PG_SCHEMA_VERSION}: restart the replica to migrate it`;
@@ -598,6 +608,13 @@ export class PostgresStore implements Store {
     const client = await this.connect();
     try {
       await client.query("BEGIN");
+      const live = await client.query<Raw>(SQL.serversLive.postgres, [LIVE_SLACK_MS]);
+      if (live.rows.length > 0) {
+        throw serversOnTarget(
+          live.rows.map((r) => SQL.serversLive.row(r, this.secrets)),
+          "postgres",
+        );
+      }
       for (const t of DATA_TABLES) {
         const { rows } = await client.query(`SELECT 1 FROM ${t} LIMIT 1`);
         if (rows.length > 0) throw targetNotEmpty(t, "postgres");
@@ -663,14 +680,20 @@ export class PostgresStore implements Store {
    * tables: the old values' dead tuples are removed and their space freed for reuse (their bytes
    * stay in the files until overwritten, and in WAL segments until recycled: see the README).
    */
-  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+  async resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed> {
     const ring = new Secrets([...this.secrets.keys, to], to);
     const client = await this.connect();
     let n = 0;
+    let servers: LiveServer[];
     try {
       await client.query("BEGIN");
       await client.query("SELECT pg_advisory_xact_lock($1, 0)", [LOCK_CLASS_SECRETS]);
       await client.query("LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE");
+      // Read once every writer waits: a server's beat is a write, and takes the secrets lock shared.
+      servers = (await client.query<Raw>(SQL.serversLive.postgres, [LIVE_SLACK_MS])).rows.map((r) =>
+        SQL.serversLive.row(r, ring),
+      );
+      check?.(servers);
       const routes = await client.query<Raw>(SQL.routeModulesAll.postgres);
       for (const raw of routes.rows) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
@@ -705,12 +728,14 @@ export class PostgresStore implements Store {
       await client.query("VACUUM routes, route_saml_keys");
       return {
         secrets: n,
+        servers,
         purge:
           "VACUUM of routes and route_saml_keys: the old values' dead tuples removed; their bytes remain on disk until the space is reused, and in WAL segments and backups until they expire",
       };
     } catch (e) {
       return {
         secrets: n,
+        servers,
         purge: `re-sealed, but VACUUM failed (${errorMessage(e)}): run VACUUM routes, route_saml_keys yourself`,
       };
     } finally {

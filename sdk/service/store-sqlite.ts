@@ -31,6 +31,10 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  LIVE_SLACK_MS,
+  type LiveServer,
+  SERVERS_TABLE,
+  serversOnTarget,
   targetNotEmpty,
   type Resealed,
   type Store,
@@ -166,6 +170,8 @@ export const MIGRATIONS: readonly string[] = [
   // answers a guess of their secrets (./fingerprints). SQL has no HMAC: the rows are rewritten
   // in code, in this same transaction, once the secrets key is checked (openFingerprints).
   `-- create_request rewritten by openFingerprints`,
+  // The servers running on the store, each alive and with which secrets keys (./presence).
+  SERVERS_TABLE,
 ];
 /** The schema whose upgrade keys the keyed creates' digests (see openFingerprints). */
 export const KEYED_FINGERPRINTS_SCHEMA = 8;
@@ -434,10 +440,13 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * values' bytes from the files: the WAL checkpointed and truncated, the database rebuilt
    * (VACUUM: free pages and the free space of pages hold no old byte after it).
    */
-  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+  async resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed> {
     const ring = new Secrets([...this.secrets.keys, to], to);
     this.db.pragma("secure_delete = ON");
-    const count = await this.write(() => {
+    const [count, servers] = await this.write(async () => {
+      // Read under BEGIN IMMEDIATE: no server's record changes before the commit (a beat is a write).
+      const live = await this.query(SQL.serversLive, [LIVE_SLACK_MS]);
+      check?.(live);
       let n = 0;
       for (const raw of this.all(SQL.routeModulesAll.sqlite)) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
@@ -458,10 +467,10 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       if (fingerprintKey?.record !== undefined) this.setMeta(FINGERPRINT_KEY, fingerprintKey.record);
       this.setMeta(SECRETS_KEY_ID, to.id);
       this.setMeta(SECRETS_KEY_IDS, to.id);
-      return Promise.resolve(n);
+      return [n, live] as const;
     });
     this.secrets = ring;
-    return { secrets: count, purge: await this.purgeFreedBytes() };
+    return { secrets: count, servers, purge: await this.purgeFreedBytes() };
   }
 
   /**
@@ -650,9 +659,16 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     }
     return this.exclusive(() => {
       try {
-        const row: unknown = this.sql(SQL.schemaVersion.sqlite).get();
-        const version = typeof row === "object" && row !== null ? Number(Reflect.get(row, "value")) : 0;
-        if (version === SCHEMA_VERSION) return Promise.resolve(undefined);
+        const meta = new Map(
+          this.all(SQL.metaReadiness.sqlite).map((r) => SQL.metaReadiness.row(r, this.secrets)),
+        );
+        const version = Number(meta.get("schema_version") ?? 0);
+        // Every request that seals or opens a secret would answer 503 (issue 35, finding 7).
+        if (version === SCHEMA_VERSION) {
+          return Promise.resolve(
+            this.secrets.whyCannotServe(meta.get(SECRETS_KEY_ID), meta.get(SECRETS_KEY_IDS)),
+          );
+        }
         return Promise.resolve(
           version > SCHEMA_VERSION
             ? `the data directory was upgraded to schema ${version} by a newer edge-service (this one runs schema ${SCHEMA_VERSION}): upgrade this one`
@@ -709,7 +725,9 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   }
 
   async load(dump: StoreDump): Promise<void> {
-    const fingerprints = await this.write(() => {
+    const fingerprints = await this.write(async () => {
+      const live = await this.query(SQL.serversLive, [LIVE_SLACK_MS]);
+      if (live.length > 0) throw serversOnTarget(live, "sqlite");
       for (const t of DATA_TABLES) {
         const row: unknown = this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get();
         const count = typeof row === "object" && row !== null ? Number(Reflect.get(row, "n")) : 0;
@@ -728,7 +746,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
       this.setMeta(SECRETS_KEY_IDS, undefined);
       this.checkSecretsKey();
-      return Promise.resolve(this.loadFingerprintKey(dump.create_fingerprint_key));
+      return this.loadFingerprintKey(dump.create_fingerprint_key);
     });
     this.fingerprints = fingerprints ?? this.fingerprints;
   }

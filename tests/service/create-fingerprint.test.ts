@@ -275,15 +275,27 @@ describe("edge-service migrate carries the fingerprint key", () => {
       await server.close();
     }
     const target: Place = { ...(await postgresPlace()), dataDir: source.dataDir };
-    const out = await runCli([
-      "migrate",
-      "--from",
-      source.dataDir,
-      "--to",
-      target.databaseUrl!,
-      "--secrets-key-file",
-      k1.file,
-    ]);
+    const migrate = () =>
+      runCli([
+        "migrate",
+        "--from",
+        source.dataDir,
+        "--to",
+        target.databaseUrl!,
+        "--secrets-key-file",
+        k1.file,
+      ]);
+    // A server running on the target holds its own key from its start: the copy waits for it to stop.
+    const early = await serve(target, [k1]);
+    try {
+      const refused = await migrate();
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`a server is running on the target database (`);
+      expect(refused.stderr).toContain(`(${early.url})`);
+    } finally {
+      await early.close();
+    }
+    const out = await migrate();
     expect([out.code, out.stderr]).toEqual([0, ""]);
     expect(await storedRequests(target)).toEqual(await storedRequests(source));
     expect(await storedKey(target)).toMatch(new RegExp(`^sealed:v1:${k1.key.id}:`));
