@@ -263,6 +263,24 @@ describe.each(PLACES)("keyed creates' fingerprints, on %s", (_name, makePlace) =
   });
 });
 
+describe("PostgreSQL replicas started together on a new database", () => {
+  it("agree on one key: a create through one replays through each other", async () => {
+    const place = await postgresPlace();
+    const k1 = newKey();
+    // Started at once: each open makes the key unless another's open made it first.
+    const replicas = await Promise.all([serve(place, [k1]), serve(place, [k1]), serve(place, [k1])]);
+    try {
+      const creates = await createAll(replicas[0]!, "together");
+      for (const r of replicas) await expectReplays(r, creates);
+      expect(await queryPlace(place, `SELECT value FROM meta WHERE key = '${FINGERPRINT_KEY}'`)).toHaveLength(
+        1,
+      );
+    } finally {
+      for (const r of replicas) await r.close();
+    }
+  });
+});
+
 describe("edge-service migrate carries the fingerprint key", () => {
   it("a repeat of a create made on SQLite replays on PostgreSQL; another body is a 400", async () => {
     const source = await sqlitePlace();
