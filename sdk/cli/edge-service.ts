@@ -8,7 +8,7 @@
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
- *                             [--data DIR | --database postgres://...]
+ *                             [--data DIR | --database postgres://...] [--force]
  * edge-service keys create NAME --scope read|write|admin | keys list [--json] | keys revoke NAME
  *                             [--data DIR | --database postgres://...]
  * edge-service --help | --version
@@ -27,7 +27,7 @@ import {
   DEFAULT_SHUTDOWN_GRACE_MS,
   startServer,
 } from "../service/server";
-import { DATA_TABLES } from "../service/store";
+import { DATA_TABLES, describeServer, type LiveServer } from "../service/store";
 import { openStore } from "../service/store-open";
 import { embeddedTransport, httpTransport } from "../transport";
 import { VERSION } from "../version";
@@ -57,12 +57,14 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           EDGE_SECRETS_KEY or --secrets-key-file)
        edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+                          [--force]
          (re-seals every secret, sealed or not yet, under the key of NEW in one transaction, makes
           NEW the key every server seals under, then erases the old values' bytes (SQLite: VACUUM;
           PostgreSQL: VACUUM of the tables); refuses, changing nothing, when the old keys do not
-          open one. Give every server NEW as an extra --secrets-key-file first, then rotate, then
-          drop OLD; a store left with values under two keys is repaired by giving both as
-          --from-key-file)
+          open one, or while a live server lacks NEW (it would answer 503 and be not ready until
+          restarted with it), naming each; --force rotates anyway. Give every server NEW as an
+          extra --secrets-key-file first, then rotate, then drop OLD; a store left with values
+          under two keys is repaired by giving both as --from-key-file)
        edge-service keys create NAME --scope read|write|admin
        edge-service keys list [--json]
        edge-service keys revoke NAME
@@ -109,13 +111,15 @@ async function migrate(from: string | undefined, to: string | undefined, secrets
  * and the new key recorded as the one every writer seals under from then on. The old keys are
  * `--from-key-file` (repeatable: a store left with values under two keys is repaired by giving
  * both), else EDGE_SECRETS_KEY; none if nothing was ever sealed. Safe while servers run: they
- * seal under the new key from its commit on (one without it answers 503 naming it).
+ * seal under the new key from its commit on. A live server without the new key would answer 503
+ * (and be not ready) until restarted with it: refused, naming each, unless `force`.
  */
 async function rotate(opts: {
   fromKeyFiles?: readonly string[];
   toKeyFile?: string;
   dataDir: string;
   databaseUrl?: string;
+  force?: boolean;
 }): Promise<number> {
   if (opts.toKeyFile === undefined) {
     throw new Error(
@@ -148,17 +152,53 @@ async function rotate(opts: {
   }).catch((e: unknown) => {
     throw refused(e);
   });
+  const lacking = (live: readonly LiveServer[]) => live.filter((s) => !s.key_ids.includes(to.id));
   try {
-    const done = await store.resealSecrets(to).catch((e: unknown) => {
-      throw refused(e);
-    });
+    const done = await store
+      .resealSecrets(to, (live) => {
+        const without = lacking(live);
+        if (without.length > 0 && !opts.force) throw lackingNewKey(without, to, store.location);
+      })
+      .catch((e: unknown) => {
+        throw refused(e);
+      });
     console.log(
-      `re-sealed ${done.secrets} secrets of ${store.location} under secrets key ${to.id} (was ${fromIds}); ${done.purge}. Servers seal under the new key from now on: once every one has been restarted with it, drop the old key from their --secrets-key-file`,
+      `re-sealed ${done.secrets} secrets of ${store.location} under secrets key ${to.id} (was ${fromIds}); ${done.purge}. ${rotatedServers(done.servers, lacking(done.servers), to)}`,
     );
   } finally {
     await store.close();
   }
   return 0;
+}
+
+/** `rotate` refused: live servers that lack the new key, each named, and what to do. */
+function lackingNewKey(without: readonly LiveServer[], to: SecretsKey, location: string): Error {
+  const one = without.length === 1;
+  return new Error(
+    `secrets rotate refused, nothing was changed: ${without.length} live server${one ? "" : "s"} on ${location} lack${one ? "s" : ""} the new secrets key ${to.id}, and would answer 503 to every request that seals or opens a secret (and /readyz 503) from the rotation on:\n${without.map((s) => `  ${describeServer(s)}\n`).join("")}Restart ${one ? "it" : "each"} with the new key added to its ring (--secrets-key-file NEW beside the old one), then run rotate again; or pass --force to rotate now (${one ? "it stays" : "they stay"} not ready until restarted with it)`,
+  );
+}
+
+/** What is true of the live servers once `rotate` committed (the store's record of them). */
+function rotatedServers(live: readonly LiveServer[], without: readonly LiveServer[], to: SecretsKey): string {
+  const sealing = live.filter((s) => !without.includes(s));
+  const names = (list: readonly LiveServer[]) => list.map((s) => `${s.host} pid ${s.pid}`).join(", ");
+  const parts: string[] = [];
+  if (live.length === 0) {
+    parts.push(`No live server is recorded on the store: servers started from now on need key ${to.id}.`);
+  }
+  if (sealing.length > 0) {
+    parts.push(
+      `${sealing.length} live server${sealing.length === 1 ? " seals" : "s seal"} under key ${to.id} from now on (${names(sealing)}).`,
+    );
+  }
+  if (without.length > 0) {
+    parts.push(
+      `${without.length} live server${without.length === 1 ? " lacks" : "s lack"} it (--force) and answer${without.length === 1 ? "s" : ""} 503, not ready, until restarted with it: ${names(without)}.`,
+    );
+  }
+  parts.push("Once every server runs with the new key, drop the old key from its --secrets-key-file.");
+  return parts.join(" ");
 }
 
 type KeysCommand =
@@ -191,6 +231,10 @@ class KeysOnlySecrets extends Secrets {
   /** A write of the keys seals nothing: whatever key the store seals under, this is the ring. */
   override sealingUnder(): Secrets {
     return this;
+  }
+  /** Keys make no creates: the create fingerprint key is neither read nor made (the next server makes it). */
+  override metaKey(): undefined {
+    return undefined;
   }
   override open(_stored: string, where: string): string {
     throw new Error(`edge-service keys reads no secrets, yet reached ${where}: please report this`);
@@ -306,6 +350,7 @@ async function main(argv: string[]): Promise<number> {
       "to-key-file": { type: "string" },
       scope: { type: "string" },
       json: { type: "boolean" },
+      force: { type: "boolean" },
       help: { type: "boolean", short: "h" },
       version: { type: "boolean" },
     },
@@ -337,6 +382,7 @@ async function main(argv: string[]): Promise<number> {
       toKeyFile: values["to-key-file"],
       dataDir: values.data,
       databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
+      force: values.force,
     });
   }
   if (positionals[0] === "keys") {

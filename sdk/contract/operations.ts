@@ -409,7 +409,7 @@ export const OPERATIONS = {
       method: "GET",
       path: "/readyz",
       summary:
-        "Readiness: the database is reachable, holds the schema this service expects, and takes writes (503 otherwise, for as long as writes would fail; the reason is in the service's log)",
+        "Readiness: the database is reachable, holds the schema this service expects, takes writes, and this server holds the secrets keys its values are sealed under (503 otherwise, for as long as requests would fail; the reason is in the service's log)",
       tag: "Meta",
       public: true,
       success: { status: 200, schema: healthSchema, ref: "Health", description: "Ready to serve requests." },

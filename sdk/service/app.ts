@@ -26,7 +26,17 @@ import {
   ROUTE_MODULE_NAMES,
 } from "../contract";
 import { startAuditPruner } from "./audit";
-import { type EdgeContext, type Env, errorAnswer, errorResponse, operationId, respond } from "./context";
+import {
+  CLIENT_CLOSED_REQUEST,
+  clientClosedAnswer,
+  clientGone,
+  type EdgeContext,
+  type Env,
+  errorAnswer,
+  errorResponse,
+  operationId,
+  respond,
+} from "./context";
 import { ApiError } from "./errors";
 import { type LogFormat, serviceLog } from "./log";
 import type { OperationCounts, ServiceMetrics } from "./metrics";
@@ -183,11 +193,14 @@ function observe(app: Hono<Env>, metrics: ServiceMetrics): void {
     }
     return answer.then(
       (res) => {
-        metrics.requestDone(COUNTS.get(request), res.status, (performance.now() - started) / 1000);
+        // A client gone before its answer is counted so, whatever the handler came to.
+        const status = clientGone(env) ? CLIENT_CLOSED_REQUEST : res.status;
+        metrics.requestDone(COUNTS.get(request), status, (performance.now() - started) / 1000);
         return res;
       },
       (e: unknown) => {
-        metrics.requestDone(COUNTS.get(request), 500, (performance.now() - started) / 1000);
+        const status = clientGone(env) ? CLIENT_CLOSED_REQUEST : 500;
+        metrics.requestDone(COUNTS.get(request), status, (performance.now() - started) / 1000);
         throw e;
       },
     );
@@ -418,6 +431,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
 
   app.notFound(notFoundOrMethodNotAllowed(app));
   app.onError((err, c) => {
+    // The client hung up (its body cut mid-upload, most often): no server error to report.
+    if (clientGone(c.env)) return clientClosedAnswer(c);
     // A write the storage refused (disk full, read-only): a 503 the client retries, one line for
     // the operator when the fault begins, and not ready until a write succeeds again.
     const fault = err instanceof ApiError ? undefined : writeFault(err, opts.store);

@@ -60,6 +60,35 @@ export function respond(
   return new Response(body, { status, headers });
 }
 
+/**
+ * The status a request is counted and logged with when its client closed the connection before
+ * the answer was sent (nginx's "client closed request"): the client's doing, not a server error.
+ */
+export const CLIENT_CLOSED_REQUEST = 499;
+
+/**
+ * Whether the client closed its connection before its answer was sent. @hono/node-server passes
+ * the Node request and response as the bindings (`env`); a response destroyed before it finished
+ * lost its client (a hang-up mid-upload, or while the request waited). In process there are none.
+ */
+export function clientGone(env: unknown): boolean {
+  const outgoing: unknown =
+    typeof env === "object" && env !== null ? Reflect.get(env, "outgoing") : undefined;
+  if (typeof outgoing !== "object" || outgoing === null) return false;
+  return Reflect.get(outgoing, "destroyed") === true && Reflect.get(outgoing, "writableFinished") !== true;
+}
+
+/**
+ * The answer to a request whose client went away: nobody reads it; its status tells the metrics
+ * and the request's log line (one line, no stack trace) what happened.
+ */
+export function clientClosedAnswer(c: EdgeContext): Response {
+  return new Response(null, {
+    status: CLIENT_CLOSED_REQUEST,
+    headers: { [OPERATION_ID_HEADER]: operationId(c) },
+  });
+}
+
 /** An error answer in the shape of gaps.md, the operation id in the body and the header. */
 export function errorResponse(c: EdgeContext, err: ApiError): Response {
   const id = operationId(c);

@@ -25,6 +25,7 @@ import type {
   CreatedTable,
   EdgeKind,
   EdgeRow,
+  LiveServer,
   RouteRow,
   StoredIpPolicy,
   StoredModules,
@@ -247,7 +248,7 @@ export const seqOf = (raw: Raw | undefined): number => int(raw ?? {}, "seq");
 /** The text value of a one-column row (`SELECT value FROM meta …`). */
 export const textValue = (raw: Raw): string => text(raw, "value");
 
-/** The row of FIND_CREATED (see the stores): which table, which object, the request's digest. */
+/** The row of FIND_CREATED (see the stores): which table, which object, the request's fingerprint. */
 export function createdObject(raw: Raw): CreatedObject {
   const table = oneOf(TABLES, raw, "table");
   return {
@@ -261,6 +262,20 @@ export function createdObject(raw: Raw): CreatedObject {
 
 /** Columns written as JSON text (a route's modules: encodeModules). */
 export const encodeJson = (value: string[] | StoredIpPolicy): string => JSON.stringify(value);
+
+/** A row of SQL.serversLive (see ./presence). */
+export function liveServerRow(raw: Raw): LiveServer {
+  return {
+    host: text(raw, "host"),
+    pid: int(raw, "pid"),
+    url: text(raw, "url"),
+    started_at: text(raw, "started_at"),
+    key_ids: text(raw, "key_ids")
+      .split(",")
+      .filter((id) => id !== ""),
+    age_ms: Math.max(0, int(raw, "age_ms")),
+  };
+}
 
 /** A named API key's row (the same columns on both stores). */
 export function apiKeyRow(raw: Raw): ApiKeyRow {

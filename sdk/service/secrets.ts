@@ -241,6 +241,48 @@ export class Secrets {
     const same = current === stored.current && sameIds(ids, stored.inUse) && !stored.scanned;
     return same ? undefined : { current, inUse: ids };
   }
+
+  /**
+   * Why a server with this ring cannot serve a store whose meta names `current` as the key new
+   * values are sealed under and `inUse` (comma-separated) as the keys stored values are under,
+   * or undefined when it holds them all: readiness says so (finding 7 of issue 35), since every
+   * request that seals or opens a secret would answer 503 (MissingSecretsKey).
+   */
+  whyCannotServe(current: string | undefined, inUse: string | undefined): string | undefined {
+    const ids = new Set(parseKeyIds(inUse ?? ""));
+    if (current !== undefined) ids.add(current);
+    const missing = [...ids].filter((id) => !this.byId.has(id)).sort();
+    if (missing.length === 0) return undefined;
+    const them = `secrets key${missing.length > 1 ? "s" : ""} ${missing.join(", ")}`;
+    return `this server was not given ${them}, which the store's secrets are sealed under (secrets rotate moved them; it has ${describeRing(this.keys)}): requests that seal or open a secret answer 503; restart it with that key (--secrets-key-file, repeatable, or EDGE_SECRETS_KEY)`;
+  }
+
+  /**
+   * A 32-byte key a store keeps in a meta row (the create fingerprints' key, ./fingerprints),
+   * opened from `stored`, or made when there is none; with the text to store when it was just
+   * made or is not sealed under the store's current key (`current`): sealed under it, or, in a
+   * store that seals nothing (no `current`), the key's base64 as it is. Undefined: this ring
+   * neither opens nor makes one (see the keys command's).
+   */
+  metaKey(stored: string | undefined, current: string | undefined, where: string): MetaKey | undefined {
+    const bytes =
+      stored === undefined ? randomBytes(KEY_BYTES) : Buffer.from(this.open(stored, where), "base64");
+    if (bytes.length !== KEY_BYTES) {
+      throw new SecretsKeyError(
+        `${where} is not a key of ${KEY_BYTES} bytes: was it written by another program? (restore the store from a backup)`,
+      );
+    }
+    if (stored !== undefined && sealedKeyId(stored) === current) return { bytes };
+    const text = bytes.toString("base64");
+    return { bytes, record: current === undefined ? text : this.sealingUnder(current, where).seal(text) };
+  }
+}
+
+/** A key kept in a store's meta row (see Secrets.metaKey). */
+export interface MetaKey {
+  bytes: Buffer;
+  /** The row's new text, when it must be written. */
+  record?: string;
 }
 
 const sameIds = (a: readonly string[], b: readonly string[]): boolean =>

@@ -7,6 +7,7 @@ import { type LogFormat, serviceLog } from "./log";
 import type { Store } from "./store";
 import { Secrets, type SecretsKey, UNSEALED_WARNING } from "./secrets";
 import { openStore } from "./store-open";
+import { Presence } from "./presence";
 
 export interface ServerOptions {
   /** Data directory (created if missing), or ":memory:": the SQLite store. */
@@ -43,6 +44,8 @@ export interface ServerOptions {
    * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
    */
   shutdownGraceMs?: number;
+  /** How often the server records in the store that it is alive (see ./presence); default HEARTBEAT_MS. */
+  heartbeatMs?: number;
 }
 
 /** The default of `shutdownGraceMs`: well within an orchestrator's usual 30-s grace. */
@@ -142,6 +145,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     throw new Error(`the server listens on ${address}, not a TCP port`);
   const { port } = address;
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  const url = `http://${urlHost}:${port}`;
+  // Recorded alive, with its keys, before it is said to run: `secrets rotate` counts it from now.
+  const presence = await Presence.start(store, {
+    url,
+    keyIds: secrets.keys.map((k) => k.id),
+    beatMs: opts.heartbeatMs,
+    log: log && ((level, line) => log.event(level, line)),
+  });
 
   // Every socket, whatever the HTTP layer thinks of it: what is left at the deadline is cut.
   const sockets = new Set<Socket>();
@@ -200,12 +211,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       });
     }
     const abandoned = handlers;
+    await presence.stop();
     // The store's close waits for the checkpoint worker (see Checkpointer.stop).
     await store.close();
     return { cut, ending, abandoned };
   };
   return {
-    url: `http://${urlHost}:${port}`,
+    url,
     port,
     store,
     close(closeOpts) {

@@ -2,7 +2,6 @@
  * The API's behaviour, independent of HTTP: validation against the contract, the rules of
  * gaps.md, each mutation in one transaction, rendering of stored rows into response shapes.
  */
-import { createHash } from "node:crypto";
 import type { z } from "zod";
 import {
   type AuditChange,
@@ -246,7 +245,7 @@ export class EdgeService {
           );
           return this.renderEdge(tx, (await tx.getEdge(kind, row.id))!, ctx);
         },
-        // The request's digest names the kind: the edge found is of this kind.
+        // The request (its fingerprint) names the kind: the edge found is of this kind.
         existing: async (found) => this.renderEdge(tx, (await tx.getEdge(kind, found.id))!, ctx),
       }),
     );
@@ -308,7 +307,7 @@ export class EdgeService {
           // Rendered from what was just written: the same transaction, nothing to read back.
           return await this.renderOne(tx, { seq, ...row }, ctx);
         },
-        // The request's digest names the edge: the route found is under edgeId.
+        // The request (its fingerprint) names the edge: the route found is under edgeId.
         existing: async (found) =>
           await this.renderOne(tx, await this.requireRoute(tx, edgeId, found.id), ctx),
       }),
@@ -512,7 +511,7 @@ export class EdgeService {
    * object and the key it was made with commit together. The key is kept on the object's own row:
    * a repeat with the same key and request finds the object and answers it as it is now, for as
    * long as it exists (no time limit; deleting the object forgets the key); the same key with
-   * another request is refused. The key is locked first, so that of two concurrent creates with
+   * another request is refused. The request is kept as its fingerprint (./fingerprints). The key is locked first, so that of two concurrent creates with
    * one key (two replicas), the second waits and finds what the first made.
    */
   private async once<T>(
@@ -524,7 +523,9 @@ export class EdgeService {
   ): Promise<T> {
     const key = ctx.idempotencyKey;
     if (key === undefined) return run.create();
-    const digest = createHash("sha256").update(request).digest("base64");
+    // Keyed under the store's key: the request's body holds its secrets in plaintext, and what is
+    // kept for the object's life must answer no guess of them (./fingerprints).
+    const fingerprint = this.store.createFingerprint(request);
     const prior = ctx.idempotencyPriorKey;
     // Both keys, always in one order: two creates naming the same two keys cannot deadlock.
     for (const k of prior === undefined ? [key] : [key, prior].sort()) await tx.lockCreateKey(k);
@@ -537,13 +538,14 @@ export class EdgeService {
       ]);
     const found = await tx.findCreated(key);
     if (found) {
-      if (found.table !== table || found.request !== digest) throw mismatch(found, IDEMPOTENCY_KEY_HEADER);
+      if (found.table !== table || found.request !== fingerprint)
+        throw mismatch(found, IDEMPOTENCY_KEY_HEADER);
       ctx.onReplay?.("true");
       return run.existing(found);
     }
     const earlier = prior === undefined ? undefined : await tx.findCreated(prior);
-    if (earlier === undefined || prior === undefined) return run.create({ key, request: digest });
-    if (earlier.table !== table || earlier.request !== digest) {
+    if (earlier === undefined || prior === undefined) return run.create({ key, request: fingerprint });
+    if (earlier.table !== table || earlier.request !== fingerprint) {
       throw mismatch(earlier, IDEMPOTENCY_PRIOR_KEY_HEADER);
     }
     await tx.rekeyCreated(earlier, prior, key);

@@ -21,11 +21,13 @@
  */
 import type { AuditEvent } from "../contract";
 import { AUDIT_SEQ_FLOOR, type AuditRecord, auditEventOf, changesText } from "./audit";
-import { type Secrets } from "./secrets";
+import { FINGERPRINT_PREFIX } from "./fingerprints";
+import { type Secrets, SECRETS_KEY_ID, SECRETS_KEY_IDS } from "./secrets";
 import {
   apiKeyRow,
   createdObject,
   edgeRow,
+  liveServerRow,
   type Raw,
   routeRow,
   samlCertificateRow,
@@ -37,8 +39,10 @@ import type {
   ApiKeyRow,
   AuditFilter,
   CreatedObject,
+  CreatedTable,
   Dialect,
   EdgeRow,
+  LiveServer,
   RouteRow,
   SqlValue,
   Statement,
@@ -47,6 +51,8 @@ import type {
 
 interface Hooks {
   readonly forUpdate: string;
+  /** The database's clock, in integer milliseconds since the epoch. */
+  readonly nowMs: string;
   anyOf(column: string, n: number): string;
   /** The seq of a new audit event (see SQL.auditInsert). */
   readonly auditSeq: string;
@@ -55,6 +61,7 @@ interface Hooks {
 const HOOKS: Record<Dialect, Hooks> = {
   sqlite: {
     forUpdate: "",
+    nowMs: "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)",
     anyOf: (column, n) => `${column} IN (SELECT value FROM json_each($${n}))`,
     // The rowid's own rule (max + 1), but never below the last seq pruned, so that an id is never
     // reused once pruning emptied the table: AUTOINCREMENT's guarantee without its counter page
@@ -63,6 +70,7 @@ const HOOKS: Record<Dialect, Hooks> = {
   },
   postgres: {
     forUpdate: " FOR UPDATE",
+    nowMs: "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
     anyOf: (column, n) => `${column} = ANY($${n})`,
     auditSeq: "DEFAULT", // BIGSERIAL: a sequence never goes back
   },
@@ -95,6 +103,8 @@ function statement<Row = Raw>(
 }
 
 const CREATE_MARK = "create_key, create_request";
+/** A keyed create's request kept in an earlier version's form (see ./fingerprints). */
+const UNKEYED = `create_request IS NOT NULL AND create_request NOT LIKE '${FINGERPRINT_PREFIX}%'`;
 
 /** The highest seq the index by object holds (0 when empty): the tail after it is scanned. */
 const INDEXED_UP_TO = "SELECT COALESCE(max(seq), 0) FROM audit_by_object";
@@ -199,6 +209,31 @@ export const SQL = {
     "rekey_tls_restriction",
     "UPDATE tls_ip_restrictions SET create_key = $1 WHERE create_key = $2",
   ),
+  /**
+   * The keyed creates whose request is kept as an earlier version's digest, not yet a keyed
+   * fingerprint (./fingerprints): what the upgrade to it rewrites.
+   */
+  unkeyedCreates: statement<CreatedObject>(
+    "unkeyed_creates",
+    `SELECT 'edges' AS "table", id, create_request AS request FROM edges WHERE ${UNKEYED}
+  UNION ALL
+  SELECT 'routes', id, create_request FROM routes WHERE ${UNKEYED}
+  UNION ALL
+  SELECT 'tls_ip_restrictions', edge_id, create_request FROM tls_ip_restrictions WHERE ${UNKEYED}`,
+    { row: createdObject },
+  ),
+  edgeCreateRequestSet: statement(
+    "edge_create_request_set",
+    "UPDATE edges SET create_request = $1 WHERE id = $2",
+  ),
+  routeCreateRequestSet: statement(
+    "route_create_request_set",
+    "UPDATE routes SET create_request = $1 WHERE id = $2",
+  ),
+  tlsCreateRequestSet: statement(
+    "tls_create_request_set",
+    "UPDATE tls_ip_restrictions SET create_request = $1 WHERE edge_id = $2",
+  ),
 
   // ---------------------------------------------------------------- API keys
   apiKeys: statement<ApiKeyRow>("api_keys", "SELECT * FROM api_keys ORDER BY created_at, name", {
@@ -259,6 +294,26 @@ export const SQL = {
   AND seq < (SELECT COALESCE(min(seq), ${Number.MAX_SAFE_INTEGER}) FROM audit_events)`,
   ),
 
+  // ---------------------------------------------------------------- servers alive (./presence)
+  /** A server says it is alive (its row made again if it was pruned meanwhile). */
+  serverBeat: statement(
+    "server_beat",
+    (d) =>
+      `INSERT INTO servers (id, host, pid, url, started_at, key_ids, beat_ms, seen_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, ${d.nowMs})
+  ON CONFLICT (id) DO UPDATE SET key_ids = excluded.key_ids, seen_ms = excluded.seen_ms`,
+  ),
+  serverGone: statement("server_gone", "DELETE FROM servers WHERE id = $1"),
+  /** The rows of servers not heard of for $1 ms (crashed: a clean stop deletes its row). */
+  serversPrune: statement("servers_prune", (d) => `DELETE FROM servers WHERE seen_ms < ${d.nowMs} - $1`),
+  /** The servers heard of within three of their beats and $1 ms more, oldest first. */
+  serversLive: statement<LiveServer>(
+    "servers_live",
+    (d) =>
+      `SELECT host, pid, url, started_at, key_ids, ${d.nowMs} - seen_ms AS age_ms FROM servers
+  WHERE seen_ms > ${d.nowMs} - (3 * beat_ms + $1) ORDER BY started_at, id`,
+    { row: liveServerRow },
+  ),
+
   // ---------------------------------------------------------------- metadata and secrets
   metaGet: statement<string>("meta_get", "SELECT value FROM meta WHERE key = $1", { row: textValue }),
   metaSet: statement(
@@ -269,6 +324,12 @@ export const SQL = {
   schemaVersion: statement<string>("schema_version", "SELECT value FROM meta WHERE key = 'schema_version'", {
     row: textValue,
   }),
+  /** What readiness reads of the meta: the schema, and the keys the secrets are sealed under. */
+  metaReadiness: statement<[string, string]>(
+    "meta_readiness",
+    `SELECT key, value FROM meta WHERE key IN ('schema_version', '${SECRETS_KEY_ID}', '${SECRETS_KEY_IDS}')`,
+    { row: (raw) => [String(Reflect.get(raw, "key")), textValue(raw)] },
+  ),
   /** The routes whose modules hold a sealed secret (their key ids scanned). */
   sealedRoutes: statement("sealed_routes", "SELECT id, modules FROM routes WHERE modules LIKE $1"),
   samlKeyValues: statement<string>(
@@ -284,6 +345,14 @@ export const SQL = {
     "UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2",
   ),
 } as const;
+
+/** The statement that rewrites a keyed create's stored request, by its object's table. */
+export const createRequestSet = (table: CreatedTable): Statement =>
+  ({
+    edges: SQL.edgeCreateRequestSet,
+    routes: SQL.routeCreateRequestSet,
+    tls_ip_restrictions: SQL.tlsCreateRequestSet,
+  })[table];
 
 /** An event's values for SQL.auditInsert. */
 export const auditInsertValues = (e: AuditRecord): SqlValue[] => AUDIT_VALUES.map(([, value]) => value(e));

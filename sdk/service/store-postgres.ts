@@ -18,8 +18,9 @@
  *   database is back (the pool opens new connections).
  */
 import pg from "pg";
+import { CreateFingerprints, FINGERPRINT_KEY, fingerprintWith, keyNeededToUpgrade } from "./fingerprints";
 import { SqlTx } from "./sql-tx";
-import { SQL } from "./statements";
+import { createRequestSet, SQL } from "./statements";
 import { errorField, errorMessage } from "../contract";
 import {
   type AuditRecord,
@@ -33,6 +34,10 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  LIVE_SLACK_MS,
+  type LiveServer,
+  SERVERS_TABLE,
+  serversOnTarget,
   targetNotEmpty,
   type PoolStats,
   type Resealed,
@@ -47,6 +52,7 @@ import {
 } from "./store";
 import {
   apiKeyRow,
+  createdObject,
   resealRouteModules,
   resealSamlKey,
   routeSealedKeyIds,
@@ -130,7 +136,14 @@ const PG_MIGRATIONS: readonly string[] = [
   auditTable("BIGSERIAL PRIMARY KEY"),
   // Its index by object, off the request path, as in SQLite's schema 7.
   auditObjectIndex("postgres"),
+  // Keyed creates' requests as an HMAC under the store's key, as in SQLite's schema 8: rewritten
+  // in code, in this same transaction, once the secrets key is checked (openFingerprints).
+  `-- create_request rewritten by openFingerprints`,
+  // The servers running on the database, as in SQLite's schema 9.
+  SERVERS_TABLE,
 ];
+/** The schema whose upgrade keys the keyed creates' digests (see openFingerprints). */
+export const PG_KEYED_FINGERPRINTS_SCHEMA = 6;
 export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
@@ -306,6 +319,8 @@ export class PostgresStore implements Store {
   private indexedThrough = 0;
   private indexer?: BatchRounds;
   private counterNext?: Promise<string>;
+  /** Keyed creates' fingerprints under the store's key (none: opened by edge-service keys). */
+  private fingerprints?: CreateFingerprints;
 
   private constructor(
     pool: pg.Pool,
@@ -389,6 +404,7 @@ export class PostgresStore implements Store {
         );
       }
       await this.checkSecretsKey(client);
+      await this.openFingerprints(client, current < PG_KEYED_FINGERPRINTS_SCHEMA);
       await client.query("COMMIT");
       client.release();
     } catch (e) {
@@ -399,18 +415,46 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * The create fingerprint key (./fingerprints): opened, or made by the first replica to open the
+   * database. This runs under the migration's advisory lock, which every replica's open takes: the
+   * first makes the key and commits it before the next reads, so every replica holds the same one.
+   * Sealed under the store's current key; on the upgrade to schema 6, every keyed create's earlier
+   * digest is rewritten under it, in the upgrade's transaction.
+   */
+  private async openFingerprints(client: pg.PoolClient, upgrading: boolean): Promise<void> {
+    const key = this.secrets.metaKey(
+      await metaOf(client, FINGERPRINT_KEY),
+      await metaOf(client, SECRETS_KEY_ID),
+      `the create fingerprint key of ${this.location}`,
+    );
+    if (key?.record !== undefined) await setMeta(client, FINGERPRINT_KEY, key.record);
+    this.fingerprints = key && new CreateFingerprints(key.bytes);
+    if (!upgrading) return;
+    const unkeyed = (await client.query<Raw>(SQL.unkeyedCreates.postgres)).rows.map(createdObject);
+    if (unkeyed.length === 0) return;
+    if (this.fingerprints === undefined) throw keyNeededToUpgrade(this.location);
+    for (const o of unkeyed) {
+      await client.query(createRequestSet(o.table).postgres, [this.fingerprints.upgraded(o.request), o.id]);
+    }
+  }
+
+  createFingerprint(request: string): string {
+    return fingerprintWith(this.fingerprints, request);
+  }
+
+  /**
    * Refuses a key ring that lacks a key the stored values are sealed under (see
    * Secrets.checkStoredKeys); records the first key on the first start with one, and the keys in
    * use after scanning a database of an earlier version (which recorded only one).
    */
   private async checkSecretsKey(client: pg.PoolClient): Promise<void> {
-    const meta = async (key: string) =>
-      (await client.query<{ value: string }>(SQL.metaGet.postgres, [key])).rows[0]?.value;
-    const current = await meta(SECRETS_KEY_ID);
-    const recorded = await meta(SECRETS_KEY_IDS);
+    const current = await metaOf(client, SECRETS_KEY_ID);
+    const recorded = await metaOf(client, SECRETS_KEY_IDS);
     let inUse: string[];
     if (recorded === undefined) {
       const found = new Set<string>();
+      const fingerprintKey = sealedKeyId((await metaOf(client, FINGERPRINT_KEY)) ?? "");
+      if (fingerprintKey !== undefined) found.add(fingerprintKey);
       const routes = await client.query<Raw>(SQL.sealedRoutes.postgres, [SEALED_MODULES_LIKE]);
       for (const raw of routes.rows) routeSealedKeyIds(raw, found);
       const keys = await client.query<{ value: string }>(SQL.samlKeyValues.postgres);
@@ -505,13 +549,17 @@ export class PostgresStore implements Store {
    */
   async whyNotReady(): Promise<string | undefined> {
     try {
-      const { rows } = await this.pool.query<{ value: string }>({
-        name: SQL.schemaVersion.name,
-        text: SQL.schemaVersion.postgres,
+      const { rows } = await this.pool.query<Raw>({
+        name: SQL.metaReadiness.name,
+        text: SQL.metaReadiness.postgres,
         query_timeout: 2000,
       } as pg.QueryConfig);
-      const version = rows[0] ? Number(rows[0].value) : 0;
-      if (version === PG_SCHEMA_VERSION) return undefined;
+      const meta = new Map(rows.map((r) => SQL.metaReadiness.row(r, this.secrets)));
+      const version = Number(meta.get("schema_version") ?? 0);
+      // Every request that seals or opens a secret would answer 503 (issue 35, finding 7).
+      if (version === PG_SCHEMA_VERSION) {
+        return this.secrets.whyCannotServe(meta.get(SECRETS_KEY_ID), meta.get(SECRETS_KEY_IDS));
+      }
       return version > PG_SCHEMA_VERSION
         ? `the database at ${this.location} was upgraded to schema ${version} by a newer edge-service (this one runs schema ${PG_SCHEMA_VERSION}): upgrade this replica`
         : `the database at ${this.location} holds schema ${version}, this edge-service runs ${PG_SCHEMA_VERSION}: restart the replica to migrate it`;
@@ -548,6 +596,7 @@ export class PostgresStore implements Store {
           await client.query<Record<string, string | number>>(`SELECT * FROM ${t} ORDER BY 1, 2`)
         ).rows;
       }
+      out.create_fingerprint_key = (await metaOf(client, FINGERPRINT_KEY)) ?? null;
       await client.query("COMMIT");
       return out;
     } finally {
@@ -559,6 +608,13 @@ export class PostgresStore implements Store {
     const client = await this.connect();
     try {
       await client.query("BEGIN");
+      const live = await client.query<Raw>(SQL.serversLive.postgres, [LIVE_SLACK_MS]);
+      if (live.rows.length > 0) {
+        throw serversOnTarget(
+          live.rows.map((r) => SQL.serversLive.row(r, this.secrets)),
+          "postgres",
+        );
+      }
       for (const t of DATA_TABLES) {
         const { rows } = await client.query(`SELECT 1 FROM ${t} LIMIT 1`);
         if (rows.length > 0) throw targetNotEmpty(t, "postgres");
@@ -595,7 +651,20 @@ export class PostgresStore implements Store {
       // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
       await setMeta(client, SECRETS_KEY_IDS, undefined);
       await this.checkSecretsKey(client);
+      // The copied objects' create fingerprint key replaces this database's own (./fingerprints),
+      // sealed under its current key.
+      const copied = dump.create_fingerprint_key;
+      const key =
+        copied === null
+          ? undefined
+          : this.secrets.metaKey(
+              copied,
+              await metaOf(client, SECRETS_KEY_ID),
+              `the create fingerprint key copied into ${this.location}`,
+            );
+      if (key !== undefined) await setMeta(client, FINGERPRINT_KEY, key.record ?? copied!);
       await client.query("COMMIT");
+      if (key !== undefined) this.fingerprints = new CreateFingerprints(key.bytes);
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);
       throw translate(e);
@@ -611,14 +680,20 @@ export class PostgresStore implements Store {
    * tables: the old values' dead tuples are removed and their space freed for reuse (their bytes
    * stay in the files until overwritten, and in WAL segments until recycled: see the README).
    */
-  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+  async resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed> {
     const ring = new Secrets([...this.secrets.keys, to], to);
     const client = await this.connect();
     let n = 0;
+    let servers: LiveServer[];
     try {
       await client.query("BEGIN");
       await client.query("SELECT pg_advisory_xact_lock($1, 0)", [LOCK_CLASS_SECRETS]);
       await client.query("LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE");
+      // Read once every writer waits: a server's beat is a write, and takes the secrets lock shared.
+      servers = (await client.query<Raw>(SQL.serversLive.postgres, [LIVE_SLACK_MS])).rows.map((r) =>
+        SQL.serversLive.row(r, ring),
+      );
+      check?.(servers);
       const routes = await client.query<Raw>(SQL.routeModulesAll.postgres);
       for (const raw of routes.rows) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
@@ -632,6 +707,12 @@ export class PostgresStore implements Store {
         await client.query(SQL.samlKeySet.postgres, [privateKey, routeId]);
         n++;
       }
+      const fingerprintKey = ring.metaKey(
+        await metaOf(client, FINGERPRINT_KEY),
+        to.id,
+        `the create fingerprint key of ${this.location}`,
+      );
+      if (fingerprintKey?.record !== undefined) await setMeta(client, FINGERPRINT_KEY, fingerprintKey.record);
       await setMeta(client, SECRETS_KEY_ID, to.id);
       await setMeta(client, SECRETS_KEY_IDS, to.id);
       await client.query("COMMIT");
@@ -647,12 +728,14 @@ export class PostgresStore implements Store {
       await client.query("VACUUM routes, route_saml_keys");
       return {
         secrets: n,
+        servers,
         purge:
           "VACUUM of routes and route_saml_keys: the old values' dead tuples removed; their bytes remain on disk until the space is reused, and in WAL segments and backups until they expire",
       };
     } catch (e) {
       return {
         secrets: n,
+        servers,
         purge: `re-sealed, but VACUUM failed (${errorMessage(e)}): run VACUUM routes, route_saml_keys yourself`,
       };
     } finally {
@@ -777,6 +860,11 @@ function keyIdOf(began: unknown): string | undefined {
   const row: unknown = Array.isArray(rows) ? rows[0] : undefined;
   const value: unknown = typeof row === "object" && row !== null ? Reflect.get(row, "value") : undefined;
   return typeof value === "string" ? value : undefined;
+}
+
+/** A row of the meta table, read on `client`. */
+async function metaOf(client: pg.PoolClient, key: string): Promise<string | undefined> {
+  return (await client.query<{ value: string }>(SQL.metaGet.postgres, [key])).rows[0]?.value;
 }
 
 /** Sets (or, with no value, removes) a row of the meta table. */

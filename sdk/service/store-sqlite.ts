@@ -31,6 +31,10 @@ import {
   API_KEYS_TABLE,
   type ApiKeyRow,
   DATA_TABLES,
+  LIVE_SLACK_MS,
+  type LiveServer,
+  SERVERS_TABLE,
+  serversOnTarget,
   targetNotEmpty,
   type Resealed,
   type Store,
@@ -40,8 +44,10 @@ import {
   type Statement,
   UniqueViolation,
 } from "./store";
+import { CreateFingerprints, FINGERPRINT_KEY, fingerprintWith, keyNeededToUpgrade } from "./fingerprints";
 import {
   apiKeyRow,
+  createdObject,
   resealRouteModules,
   resealSamlKey,
   routeSealedKeyIds,
@@ -59,7 +65,7 @@ import {
   sealedKeyId,
 } from "./secrets";
 import { SqlTx } from "./sql-tx";
-import { SQL } from "./statements";
+import { createRequestSet, SQL } from "./statements";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
 
@@ -160,7 +166,15 @@ export const MIGRATIONS: readonly string[] = [
   auditTable("INTEGER PRIMARY KEY AUTOINCREMENT"),
   // The audit trail's index by object, off the request path (./audit, auditObjectIndex).
   auditObjectIndex("sqlite"),
+  // Keyed creates' requests kept as an HMAC under the store's key, no longer a SHA-256 that
+  // answers a guess of their secrets (./fingerprints). SQL has no HMAC: the rows are rewritten
+  // in code, in this same transaction, once the secrets key is checked (openFingerprints).
+  `-- create_request rewritten by openFingerprints`,
+  // The servers running on the store, each alive and with which secrets keys (./presence).
+  SERVERS_TABLE,
 ];
+/** The schema whose upgrade keys the keyed creates' digests (see openFingerprints). */
+export const KEYED_FINGERPRINTS_SCHEMA = 8;
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export interface StoreOptions {
@@ -230,6 +244,8 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
 
   /** The ring sealing under the store's current key, read once per write transaction (see sealer). */
   private sealing?: Secrets;
+  /** Keyed creates' fingerprints under the store's key (none: opened by edge-service keys). */
+  private fingerprints?: CreateFingerprints;
 
   /** Transactions waiting for the connection (the running one holds it). */
   private busy = false;
@@ -312,6 +328,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
           }
           if (current === SCHEMA_VERSION) {
             this.checkSecretsKey();
+            this.openFingerprints(false);
             return;
           }
           for (let v = current; v < SCHEMA_VERSION; v++) this.db.exec(MIGRATIONS[v]!);
@@ -324,6 +341,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
           this.sql(SQL.metaSet.sqlite).run("schema_version", String(SCHEMA_VERSION));
           // On the schema this code reads (the modules column of routes is migration 3's).
           this.checkSecretsKey();
+          this.openFingerprints(current < KEYED_FINGERPRINTS_SCHEMA);
         })
         .immediate();
     } finally {
@@ -337,12 +355,8 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * use after scanning a store of an earlier version (which recorded only one).
    */
   private checkSecretsKey(): void {
-    const meta = (key: string) => {
-      const row = this.one(SQL.metaGet.sqlite, key);
-      return row ? textValue(row) : undefined;
-    };
-    const current = meta(SECRETS_KEY_ID);
-    const recorded = meta(SECRETS_KEY_IDS);
+    const current = this.meta(SECRETS_KEY_ID);
+    const recorded = this.meta(SECRETS_KEY_IDS);
     const record = this.secrets.checkStoredKeys(
       recorded === undefined
         ? { current, inUse: this.scanKeyIds(), scanned: true }
@@ -354,9 +368,44 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     this.setMeta(SECRETS_KEY_IDS, record.inUse.join(","));
   }
 
+  /**
+   * The create fingerprint key (./fingerprints): opened, or made by the first process to open the
+   * store (this runs in the migration's BEGIN IMMEDIATE: one process at a time), sealed under the
+   * store's current key; on the upgrade to schema 8, every keyed create's earlier digest is
+   * rewritten under it, in the upgrade's transaction.
+   */
+  private openFingerprints(upgrading: boolean): void {
+    const key = this.secrets.metaKey(
+      this.meta(FINGERPRINT_KEY),
+      this.meta(SECRETS_KEY_ID),
+      `the create fingerprint key of ${this.location}`,
+    );
+    if (key?.record !== undefined) this.setMeta(FINGERPRINT_KEY, key.record);
+    this.fingerprints = key && new CreateFingerprints(key.bytes);
+    if (!upgrading) return;
+    const unkeyed = this.all(SQL.unkeyedCreates.sqlite).map(createdObject);
+    if (unkeyed.length === 0) return;
+    if (this.fingerprints === undefined) throw keyNeededToUpgrade(this.location);
+    for (const o of unkeyed) {
+      this.sql(createRequestSet(o.table).sqlite).run(this.fingerprints.upgraded(o.request), o.id);
+    }
+  }
+
+  createFingerprint(request: string): string {
+    return fingerprintWith(this.fingerprints, request);
+  }
+
+  /** A row of the meta table, read on the connection (in the transaction running). */
+  private meta(key: string): string | undefined {
+    const row = this.one(SQL.metaGet.sqlite, key);
+    return row ? textValue(row) : undefined;
+  }
+
   /** Every key id a stored value is sealed under (read from the rows themselves). */
   private scanKeyIds(): string[] {
     const found = new Set<string>();
+    const fingerprintKey = sealedKeyId(this.meta(FINGERPRINT_KEY) ?? "");
+    if (fingerprintKey !== undefined) found.add(fingerprintKey);
     for (const raw of this.all(SQL.sealedRoutes.sqlite, SEALED_MODULES_LIKE)) {
       routeSealedKeyIds(raw, found);
     }
@@ -391,10 +440,13 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * values' bytes from the files: the WAL checkpointed and truncated, the database rebuilt
    * (VACUUM: free pages and the free space of pages hold no old byte after it).
    */
-  async resealSecrets(to: SecretsKey): Promise<Resealed> {
+  async resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed> {
     const ring = new Secrets([...this.secrets.keys, to], to);
     this.db.pragma("secure_delete = ON");
-    const count = await this.write(() => {
+    const [count, servers] = await this.write(async () => {
+      // Read under BEGIN IMMEDIATE: no server's record changes before the commit (a beat is a write).
+      const live = await this.query(SQL.serversLive, [LIVE_SLACK_MS]);
+      check?.(live);
       let n = 0;
       for (const raw of this.all(SQL.routeModulesAll.sqlite)) {
         const [id, modules, secrets] = resealRouteModules(raw, ring, ring);
@@ -407,12 +459,18 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
         this.sql(SQL.samlKeySet.sqlite).run(privateKey, routeId);
         n++;
       }
+      const fingerprintKey = ring.metaKey(
+        this.meta(FINGERPRINT_KEY),
+        to.id,
+        `the create fingerprint key of ${this.location}`,
+      );
+      if (fingerprintKey?.record !== undefined) this.setMeta(FINGERPRINT_KEY, fingerprintKey.record);
       this.setMeta(SECRETS_KEY_ID, to.id);
       this.setMeta(SECRETS_KEY_IDS, to.id);
-      return Promise.resolve(n);
+      return [n, live] as const;
     });
     this.secrets = ring;
-    return { secrets: count, purge: await this.purgeFreedBytes() };
+    return { secrets: count, servers, purge: await this.purgeFreedBytes() };
   }
 
   /**
@@ -601,9 +659,16 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     }
     return this.exclusive(() => {
       try {
-        const row: unknown = this.sql(SQL.schemaVersion.sqlite).get();
-        const version = typeof row === "object" && row !== null ? Number(Reflect.get(row, "value")) : 0;
-        if (version === SCHEMA_VERSION) return Promise.resolve(undefined);
+        const meta = new Map(
+          this.all(SQL.metaReadiness.sqlite).map((r) => SQL.metaReadiness.row(r, this.secrets)),
+        );
+        const version = Number(meta.get("schema_version") ?? 0);
+        // Every request that seals or opens a secret would answer 503 (issue 35, finding 7).
+        if (version === SCHEMA_VERSION) {
+          return Promise.resolve(
+            this.secrets.whyCannotServe(meta.get(SECRETS_KEY_ID), meta.get(SECRETS_KEY_IDS)),
+          );
+        }
         return Promise.resolve(
           version > SCHEMA_VERSION
             ? `the data directory was upgraded to schema ${version} by a newer edge-service (this one runs schema ${SCHEMA_VERSION}): upgrade this one`
@@ -654,12 +719,15 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       for (const t of DATA_TABLES) {
         out[t] = this.db.prepare(`SELECT * FROM ${t} ORDER BY 1, 2`).all() as StoreDump[typeof t];
       }
+      out.create_fingerprint_key = this.meta(FINGERPRINT_KEY) ?? null;
       return Promise.resolve(out);
     });
   }
 
   async load(dump: StoreDump): Promise<void> {
-    await this.write(() => {
+    const fingerprints = await this.write(async () => {
+      const live = await this.query(SQL.serversLive, [LIVE_SLACK_MS]);
+      if (live.length > 0) throw serversOnTarget(live, "sqlite");
       for (const t of DATA_TABLES) {
         const row: unknown = this.db.prepare(`SELECT count(*) AS n FROM ${t}`).get();
         const count = typeof row === "object" && row !== null ? Number(Reflect.get(row, "n")) : 0;
@@ -678,8 +746,25 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       // The copied values' keys, scanned: a key the ring lacks refuses the whole copy.
       this.setMeta(SECRETS_KEY_IDS, undefined);
       this.checkSecretsKey();
-      return Promise.resolve();
+      return this.loadFingerprintKey(dump.create_fingerprint_key);
     });
+    this.fingerprints = fingerprints ?? this.fingerprints;
+  }
+
+  /**
+   * The copied objects' create fingerprint key replaces this store's own (see ./fingerprints),
+   * sealed under this store's current key; what fingerprints under it from then on.
+   */
+  private loadFingerprintKey(copied: string | null): CreateFingerprints | undefined {
+    if (copied === null) return undefined;
+    const key = this.secrets.metaKey(
+      copied,
+      this.meta(SECRETS_KEY_ID),
+      `the create fingerprint key copied into ${this.location}`,
+    );
+    if (key === undefined) return undefined;
+    this.setMeta(FINGERPRINT_KEY, key.record ?? copied);
+    return new CreateFingerprints(key.bytes);
   }
 
   // ------------------------------------------------------------------ statements (see SqlTx)

@@ -52,7 +52,7 @@ export interface RouteRow {
 export type RouteChanges = Pick<RouteRow, "match_type" | "match" | "description" | "metadata" | "modules">;
 
 /**
- * The `Idempotency-Key` of the create that made an object, and the digest of that create's request:
+ * The `Idempotency-Key` of the create that made an object, and the fingerprint of that create's request (./fingerprints):
  * kept on the object's own row, so it lives exactly as long as the object (deleting the object
  * forgets it) and a repeated create finds the object as it is now.
  */
@@ -64,7 +64,7 @@ export interface CreateMark {
 /** The tables whose rows a keyed create makes. */
 export type CreatedTable = "edges" | "routes" | "tls_ip_restrictions";
 
-/** An object a keyed create made: its id (a TLS restriction's is its edge's) and the create's request digest. */
+/** An object a keyed create made: its id (a TLS restriction's is its edge's) and the create's request fingerprint. */
 export interface CreatedObject {
   table: CreatedTable;
   id: string;
@@ -112,6 +112,53 @@ export const API_KEYS_TABLE = `CREATE TABLE api_keys (
      created_at TEXT NOT NULL,
      revoked_at TEXT
    );`;
+
+/**
+ * The servers running on the store, each as it records itself (./presence): who it is, which
+ * secrets keys it holds, and when it last said it was alive, by the database's clock (ms since
+ * the epoch: replicas on several hosts compare one clock). The same statement on both stores.
+ */
+export const SERVERS_TABLE = `CREATE TABLE servers (
+     id TEXT PRIMARY KEY,
+     host TEXT NOT NULL,
+     pid INTEGER NOT NULL,
+     url TEXT NOT NULL,
+     started_at TEXT NOT NULL,
+     key_ids TEXT NOT NULL,
+     beat_ms INTEGER NOT NULL,
+     seen_ms BIGINT NOT NULL
+   );`;
+
+/** A server that recorded itself alive lately (see ./presence). */
+export interface LiveServer {
+  host: string;
+  pid: number;
+  /** Where it listens. */
+  url: string;
+  started_at: string;
+  /** The ids of the secrets keys it was given (its ring). */
+  key_ids: string[];
+  /** Since it last said it was alive, by the database's clock. */
+  age_ms: number;
+}
+
+/** How long past three of its beats a server still counts as alive (the database's clock). */
+export const LIVE_SLACK_MS = 2000;
+
+/** A live server, for people: where it runs, since when, with which keys, when it was last heard of. */
+export const describeServer = (s: LiveServer): string =>
+  `${s.host} pid ${s.pid} (${s.url}), started ${s.started_at}, secrets keys ${s.key_ids.join(", ") || "none"}, last heard of ${(s.age_ms / 1000).toFixed(1)} s ago`;
+
+/**
+ * Why a load refuses a target a server runs on: that server keeps what it read of the store at
+ * its start (the create fingerprint key the load replaces, among others).
+ */
+export function serversOnTarget(live: readonly LiveServer[], store: Dialect): Error {
+  const where = store === "postgres" ? "database" : "data directory";
+  return new Error(
+    `a server is running on the target ${where} (${live.map(describeServer).join("; ")}): stop it, load, then start the servers`,
+  );
+}
 
 /** An audit event as a store writes it: the wire event without its id (the store numbers it). */
 export type AuditRecord = Omit<AuditEvent, "id">;
@@ -163,8 +210,14 @@ export function targetNotEmpty(table: DataTable, store: Dialect): Error {
   return new Error(`the target already holds data (table ${table}); ${empty}`);
 }
 
-/** Every row of every data table, columns as stored (JSON columns as text). */
-export type StoreDump = Record<DataTable, Array<Record<string, string | number>>>;
+/**
+ * Every row of every data table, columns as stored (JSON columns as text), and the key of the
+ * keyed creates' fingerprints as its meta row holds it (see ./fingerprints; null when none was
+ * made): without it, the copied objects would no longer know their creates' repeats.
+ */
+export type StoreDump = Record<DataTable, Array<Record<string, string | number>>> & {
+  create_fingerprint_key: string | null;
+};
 
 /** The operations of one transaction. */
 export type Dialect = "sqlite" | "postgres";
@@ -255,6 +308,8 @@ export interface PoolStats {
 export interface Resealed {
   /** Secrets re-sealed (plaintext ones included). */
   secrets: number;
+  /** The servers alive at the commit (see ./presence): which of them hold the new key. */
+  servers: LiveServer[];
   /** What was done to erase the old values' bytes, and what is left, for the operator. */
   purge: string;
 }
@@ -267,6 +322,11 @@ export interface Store {
   write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
   /** Runs `fn` against one consistent snapshot. */
   read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /**
+   * What an object made by a keyed create keeps of the create's request (method, path, body as
+   * sent): a fingerprint under the store's key (see ./fingerprints), which answers no guess.
+   */
+  createFingerprint(request: string): string;
   /**
    * A value that changes whenever committed data may have changed since it was last read, whoever
    * wrote (this process, another process, another replica); compared with `!==`. Read before a
@@ -301,8 +361,10 @@ export interface Store {
    * ring does not open aborts it all, changing nothing. Records `to` as the key every writer seals
    * under from then on, and as the only key in use. Then erases what the old values left behind
    * in the store's files (SQLite) or dead tuples (PostgreSQL), as far as the store can.
+   * `check` is told the servers alive (./presence) inside that transaction, before anything is
+   * re-sealed: what it throws aborts it all, changing nothing.
    */
-  resealSecrets(to: SecretsKey): Promise<Resealed>;
+  resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed>;
   /** Every named API key, revoked ones included, oldest first (read outside any transaction). */
   apiKeys(): Promise<ApiKeyRow[]>;
   /**

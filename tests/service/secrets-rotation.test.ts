@@ -236,6 +236,8 @@ describe.each(PLACES)("secrets rotate while a server writes, on %s", (_name, mak
       expect(rotated.stderr).toBe("");
       expect(rotated.code).toBe(0);
       expect(rotated.stdout).toContain(`under secrets key ${newer.key.id} (was ${oldKey.key.id})`);
+      // What is true of the one live server: it holds the new key.
+      expect(rotated.stdout).toContain(`1 live server seals under key ${newer.key.id} from now on`);
       await writers.progress(20);
     } finally {
       await writers.stop();
@@ -262,7 +264,7 @@ describe.each(PLACES)("secrets rotate while a server writes, on %s", (_name, mak
     }
   });
 
-  it("a server given only the old key answers 503 naming the new one, never 500; the store stays whole", async () => {
+  it("a server given only the old key (rotate --force) answers 503 naming the new one, never 500; the store stays whole", async () => {
     const place = await makePlace();
     const [oldKey, newer] = [newKey(), newKey()];
     const server = await serve(place, [oldKey]);
@@ -280,8 +282,11 @@ describe.each(PLACES)("secrets rotate while a server writes, on %s", (_name, mak
         "--to-key-file",
         newer.file,
         ...place.flags,
+        // The server lacks the new key: refused without (see rotate-live-servers.test.ts).
+        "--force",
       ]);
       expect(rotated.code).toBe(0);
+      expect(rotated.stdout).toContain("1 live server lacks it (--force) and answers 503, not ready");
       before = writers.statuses.length;
       await writers.progress(10);
     } finally {

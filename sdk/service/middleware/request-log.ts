@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import { type Env, operationId } from "../context";
+import { CLIENT_CLOSED_REQUEST, clientGone, type Env, operationId } from "../context";
 import type { ServiceLog } from "../log";
 
 /**
@@ -16,7 +16,8 @@ export function requestLog(log: ServiceLog): MiddlewareHandler<Env> {
       operation: c.get("operation")?.id,
       method: c.req.method,
       path: new URL(c.req.url).pathname,
-      status: c.res.status,
+      // A client gone before its answer: 499, whatever the handler came to (see clientGone).
+      status: clientGone(c.env) ? CLIENT_CLOSED_REQUEST : c.res.status,
       durationMs: performance.now() - started,
       keyName: c.get("keyName"),
     });
