@@ -19,6 +19,7 @@ import {
   stackLabel,
 } from "./report";
 import {
+  CHECK_PATHS,
   checkAll,
   type Engine,
   pool,
@@ -30,12 +31,22 @@ import {
 } from "./run";
 
 export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--project DIR]... [--projects-dir DIR]...
-                         [--parallel 4] [--format table|markdown|json] [--junit FILE]
-                         [--remediate [--yes]]
-         The drift check of many stacks at once: \`pulumi preview --refresh\` of each (the program
-         run, so the current config and EDGE_API_KEY are used), in parallel, through the \`pulumi\`
-         on PATH. Reports per stack clean, drifted (each resource, its changed fields, and who
-         changed them when the provider says) or error (the engine's message). Secrets: [secret].
+                         [--path fast|refresh|engine] [--parallel 4] [--format table|markdown|json]
+                         [--junit FILE] [--remediate [--yes]]
+         The drift check of many stacks at once, in parallel, through the \`pulumi\` on PATH and the
+         current config and EDGE_API_KEY. Reports per stack clean, drifted (each resource, its
+         changed fields, and who changed them when the provider says) or error (the engine's
+         message), and what judged it. Secrets: [secret].
+         --path P              how each stack is judged:
+                               fast (default): its state (\`pulumi stack export\`) against the
+                                 service, read with one call per edge and judged by the provider's
+                                 own refresh and diff, no program and no engine run; the verdicts
+                                 of \`refresh\`, in a fraction of its time; a stack it cannot judge
+                                 (resources of other providers, pending operations) is the
+                                 engine path's, and the report says so
+                               refresh: \`pulumi refresh --preview-only\` (the engine, no program)
+                               engine: \`pulumi preview --refresh\` (the program run, so what it
+                                 says now counts too: ignoreChanges, changes not yet deployed)
          --stack DIR:STACK     one stack of the project in DIR (repeat for more)
          --project DIR         every stack of the project in DIR on its backend
          --projects-dir DIR    every stack of every project (subdirectory with a Pulumi.yaml)
@@ -99,6 +110,7 @@ async function drift(argv: string[]): Promise<number> {
         stack: { type: "string", multiple: true, default: [] },
         project: { type: "string", multiple: true, default: [] },
         "projects-dir": { type: "string", multiple: true, default: [] },
+        path: { type: "string", default: "fast" },
         parallel: { type: "string", default: "4" },
         format: { type: "string", default: "table" },
         junit: { type: "string" },
@@ -122,6 +134,8 @@ async function drift(argv: string[]): Promise<number> {
   const parallel = Number(values.parallel);
   if (!Number.isInteger(parallel) || parallel < 1)
     return usage(`--parallel ${values.parallel}: give a whole number ≥ 1`);
+  const path = CHECK_PATHS.find((p) => p === values.path);
+  if (path === undefined) return usage(`--path ${values.path}: give one of ${CHECK_PATHS.join(", ")}`);
   const format = values.format as Format;
   if (!FORMATS.includes(format)) return usage(`--format ${values.format}: give one of ${FORMATS.join(", ")}`);
   const selection = {
@@ -148,7 +162,7 @@ async function drift(argv: string[]): Promise<number> {
   }
   const { targets, failures } = resolved;
   progress(`${targets.length} stack${targets.length === 1 ? "" : "s"} to check, ${parallel} at a time`);
-  const stacks: StackReport[] = [...(await checkAll(targets, parallel, engine)), ...failures];
+  const stacks: StackReport[] = [...(await checkAll(targets, parallel, engine, path)), ...failures];
   const report: FleetReport = { stacks };
 
   const drifted = stacks.filter((s) => s.verdict === "drifted");

@@ -62,6 +62,10 @@ export interface StackReport {
   error?: string;
   remediation?: Remediation;
   seconds: number;
+  /** What judged it (see run's CheckPath): `fast`, `refresh` or `engine`. */
+  path?: "fast" | "refresh" | "engine";
+  /** Why the fast path handed it to the engine, when it did. */
+  fallback?: string;
 }
 
 export interface FleetReport {
@@ -151,7 +155,7 @@ export function showValue(value: unknown): string {
   return text.length > MAX_SHOWN ? `${codePoints(text, MAX_SHOWN - 1)}…` : text;
 }
 
-type Plain = Record<string, unknown>;
+export type Plain = Record<string, unknown>;
 const isPlain = (v: unknown): v is Plain =>
   typeof v === "object" && v !== null && !Array.isArray(v) && !isSecret(v);
 
@@ -180,8 +184,44 @@ export function changedFields(before: Plain, after: Plain, keys?: readonly strin
     });
   };
   const top = keys && keys.length > 0 ? keys : [...new Set([...Object.keys(before), ...Object.keys(after)])];
-  for (const k of [...top].sort()) if (!k.startsWith("__")) walk(k, before[k], after[k]);
+  for (const k of [...top].sort()) {
+    if (k.startsWith("__")) continue;
+    const found = out.length;
+    walk(k, before[k], after[k]);
+    // A property the engine said changed where every value looks the same: its secrets differ,
+    // shown alike ([secret]) on both sides. Named, as a diff of the values themselves names them.
+    if (out.length === found && keys?.includes(k)) {
+      for (const path of secretPaths(k, before[k], after[k]))
+        out.push({ path, from: SECRET_SHOWN, to: SECRET_SHOWN });
+    }
+  }
   return out;
+}
+
+/**
+ * The fields of a resource the engine changed though every value it showed looks the same (a
+ * dynamic resource's diff names no property): secrets, which it shows alike ([secret]) on both
+ * sides. Those its authors name, else every secret it holds.
+ */
+export function secretFields(before: Plain, after: Plain, authors: readonly Author[]): FieldChange[] {
+  const all = [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter((k) => !k.startsWith("__"))
+    .sort()
+    .flatMap((k) => secretPaths(k, before[k], after[k]));
+  const named = all.filter((p) => authors.some((a) => a.field === p));
+  return (named.length > 0 ? named : all).map((path) => ({ path, from: SECRET_SHOWN, to: SECRET_SHOWN }));
+}
+
+/** The paths under `path` where either value holds a secret (the engine's wrapper, or shown as such). */
+function secretPaths(path: string, a: unknown, b: unknown): string[] {
+  const hidden = (v: unknown) => isSecret(v) || v === SECRET_SHOWN;
+  if (hidden(a) || hidden(b)) return [path];
+  const keys = new Set([...(isPlain(a) ? Object.keys(a) : []), ...(isPlain(b) ? Object.keys(b) : [])]);
+  return [...keys]
+    .sort()
+    .flatMap((k) =>
+      secretPaths(`${path}.${k}`, isPlain(a) ? a[k] : undefined, isPlain(b) ? b[k] : undefined),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -273,14 +313,32 @@ function detailOf(s: StackReport): string {
   return "";
 }
 
+/** What judged a stack, and why the engine where the fast path could not. */
+const judgedBy = (s: StackReport): string =>
+  s.fallback ? `${s.path ?? ""} (${s.fallback})` : (s.path ?? "");
+
 const firstLine = (text: string) => text.split(/\r\n|\r|\n/).find((l) => l.trim()) ?? "";
 
 /** The terminal table (stdout), then each drifted resource's fields and each error in full. */
 export function renderTable(report: FleetReport): string {
+  // The PATH column where a check said what judged it; REMEDIATION where one was asked for.
+  const paths = report.stacks.some((s) => s.path);
   const rows = report.stacks.map((s) =>
-    [stackLabel(s), s.verdict, detailOf(s), s.remediation ? s.remediation.outcome : ""].map(shownLine),
+    [
+      stackLabel(s),
+      s.verdict,
+      ...(paths ? [judgedBy(s)] : []),
+      detailOf(s),
+      s.remediation ? s.remediation.outcome : "",
+    ].map(shownLine),
   );
-  const header = ["STACK", "VERDICT", "DETAIL", ...(rows.some((r) => r[3]) ? ["REMEDIATION"] : [])];
+  const header = [
+    "STACK",
+    "VERDICT",
+    ...(paths ? ["PATH"] : []),
+    "DETAIL",
+    ...(rows.some((r) => r.at(-1)) ? ["REMEDIATION"] : []),
+  ];
   const table = [header, ...rows.map((r) => r.slice(0, header.length))];
   const widths = header.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));
   const lines = table.map((r) =>
@@ -346,13 +404,15 @@ export function renderMarkdown(report: FleetReport): string {
   const icon = c.error > 0 ? "🔴" : c.drifted > 0 ? "🟠" : "🟢";
   const out = [`## ${icon} Edge drift: ${summaryLine(report)}`, ""];
   const withRemediation = report.stacks.some((s) => s.remediation);
+  const paths = report.stacks.some((s) => s.path);
   out.push(
-    `| Stack | Verdict | Detail |${withRemediation ? " Remediation |" : ""}`,
-    `| --- | --- | --- |${withRemediation ? " --- |" : ""}`,
+    `| Stack | Verdict |${paths ? " Path |" : ""} Detail |${withRemediation ? " Remediation |" : ""}`,
+    `| --- | --- |${paths ? " --- |" : ""} --- |${withRemediation ? " --- |" : ""}`,
   );
   for (const s of report.stacks) {
     const rem = withRemediation ? ` ${s.remediation ? cell(remediationText(s.remediation)) : ""} |` : "";
-    out.push(`| ${code(stackLabel(s))} | ${s.verdict} | ${cell(detailOf(s))} |${rem}`);
+    const path = paths ? ` ${cell(judgedBy(s))} |` : "";
+    out.push(`| ${code(stackLabel(s))} | ${s.verdict} |${path} ${cell(detailOf(s))} |${rem}`);
   }
   for (const s of report.stacks.filter((x) => x.verdict === "drifted")) {
     out.push("", `### ${code(stackLabel(s), false)} drifted`, "");

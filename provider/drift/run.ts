@@ -15,23 +15,23 @@ import {
 } from "@pulumi/pulumi/automation";
 import { errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../identity";
+import { CannotJudge, judgeStackFast } from "./fast";
+import { type Engine, selectStack, type Target } from "./stacks";
+
+export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
 import {
   type Author,
   changedFields,
+  type FieldChange,
+  type Plain,
+  secretFields,
   type DriftedResource,
   parseAuthorWarnings,
   type Remediation,
   type StackReport,
   stackLabel,
 } from "./report";
-
-/** One stack of one project directory. */
-export interface Target {
-  /** The project directory as the user gave it (shown in the report). */
-  dir: string;
-  stack: string;
-}
 
 export interface Selection {
   /** `DIR:STACK` each. */
@@ -42,13 +42,6 @@ export interface Selection {
   projectsDirs: readonly string[];
 }
 
-export interface Engine {
-  command: PulumiCommand;
-  env: Record<string, string>;
-  /** A progress line (stderr). */
-  progress: (line: string) => void;
-}
-
 export class UsageError extends Error {}
 
 /**
@@ -57,7 +50,9 @@ export class UsageError extends Error {}
  */
 export function pulumiEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
+  // `refresh --preview-only` refuses it (as `--yes`); the commands that change anything say --yes.
+  for (const [k, v] of Object.entries(env))
+    if (v !== undefined && k !== "PULUMI_SKIP_CONFIRMATIONS") out[k] = v;
   if (out.PULUMI_CONFIG_PASSPHRASE === undefined && out.PULUMI_CONFIG_PASSPHRASE_FILE === undefined)
     out.PULUMI_CONFIG_PASSPHRASE = "";
   return out;
@@ -171,31 +166,6 @@ export async function pool<T, R>(
   return results;
 }
 
-// `stack select` writes the project's workspace file: one at a time per directory.
-const selecting = new Map<string, Promise<unknown>>();
-
-async function selectStack(target: Target, engine: Engine): Promise<Stack> {
-  const workDir = resolve(target.dir);
-  const before = selecting.get(workDir) ?? Promise.resolve();
-  const mine = before.then(
-    () =>
-      LocalWorkspace.selectStack(
-        { stackName: target.stack, workDir },
-        { pulumiCommand: engine.command, envVars: engine.env },
-      ),
-    () =>
-      LocalWorkspace.selectStack(
-        { stackName: target.stack, workDir },
-        { pulumiCommand: engine.command, envVars: engine.env },
-      ),
-  );
-  selecting.set(
-    workDir,
-    mine.catch(() => undefined),
-  );
-  return mine;
-}
-
 // Colours the program's own output carries even with --color never.
 const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
 
@@ -242,9 +212,14 @@ export class EventLog {
   private readonly warnings = new Map<string, string[]>();
   readonly errors: string[] = [];
 
+  /** What each step did (a refresh's outcome: `same`, `update`, `delete`). */
+  private readonly outcomes: StepEventMetadata[] = [];
+
   readonly onEvent = (event: EngineEvent): void => {
     const step = event.resourcePreEvent?.metadata;
     if (step) this.steps.push(step);
+    const outcome = event.resOutputsEvent?.metadata;
+    if (outcome) this.outcomes.push(outcome);
     const diag = event.diagnosticEvent;
     if (diag?.severity === "error") this.errors.push(diag.message);
     if (diag?.severity === "warning") {
@@ -262,6 +237,33 @@ export class EventLog {
   }
 
   /**
+   * Resources a refresh found changed (`pulumi refresh --preview-only`): the outcome of each
+   * refresh step (`update`: the live object differs, `delete`: it is gone), as the engine path
+   * reports them: what `up` would do (update it back, create it again), the state's inputs
+   * against the live ones.
+   */
+  refreshed(): DriftedResource[] {
+    const out: DriftedResource[] = [];
+    for (const step of this.outcomes) {
+      if (!["update", "delete"].includes(step.op) || step.type === "pulumi:pulumi:Stack") continue;
+      if (isBookkeeping(step)) continue;
+      const name = step.urn.split("::").pop() ?? step.urn;
+      const deployed = step.old?.inputs ?? {};
+      const live = step.new?.inputs ?? {};
+      const authors = this.authors(step.urn, name);
+      out.push({
+        urn: step.urn,
+        name,
+        type: step.type,
+        op: step.op === "delete" ? "create" : "update",
+        fields: step.op === "delete" ? [] : fieldsOf(step, deployed, live, authors),
+        authors,
+      });
+    }
+    return out;
+  }
+
+  /**
    * Resources the engine would change: every step but `same` and the refresh and read steps,
    * the root stack left out (its outputs follow its resources). For an update, the step's old
    * inputs are the live ones (just refreshed) and its new inputs the program's.
@@ -275,52 +277,85 @@ export class EventLog {
       const name = step.urn.split("::").pop() ?? step.urn;
       const live = step.old?.inputs ?? {};
       const declared = step.new?.inputs ?? {};
-      const keys = step.detailedDiff
-        ? Object.keys(step.detailedDiff).map((p) => p.split(/[.[]/)[0]!)
-        : step.diffs;
-      const fields = step.old && step.new ? changedFields(declared, live, keys) : [];
+      const authors = this.authors(step.urn, name);
       out.push({
         urn: step.urn,
         name,
         type: step.type,
         op: step.op,
-        fields,
-        authors: this.authors(step.urn, name),
+        fields: step.old && step.new ? fieldsOf(step, declared, live, authors) : [],
+        authors,
       });
     }
     return out;
   }
 }
 
+/**
+ * The fields a step changes, `from` (what the stack holds) to `to` (what the service does): by the
+ * properties its detailed diff (or diff) names; where every value shown looks the same (a secret,
+ * shown alike on both sides), the secrets (see secretFields).
+ */
+function fieldsOf(
+  step: StepEventMetadata,
+  from: Plain,
+  to: Plain,
+  authors: readonly Author[],
+): FieldChange[] {
+  const keys = step.detailedDiff
+    ? Object.keys(step.detailedDiff).map((p) => p.split(/[.[]/)[0]!)
+    : step.diffs;
+  const fields = changedFields(from, to, keys);
+  return fields.length > 0 ? fields : secretFields(from, to, authors);
+}
+
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 
-/** The drift check of one stack: `preview --refresh` with the program run; never throws. */
-export async function checkStack(target: Target, engine: Engine): Promise<StackReport> {
+/**
+ * How a stack is judged: `engine`, `pulumi preview --refresh` with the program run (what the
+ * program says now, `ignoreChanges` included); `refresh`, `pulumi refresh --preview-only` (the
+ * engine, no program: the service against what the last `up` deployed); `fast`, the same verdicts
+ * as `refresh` without the engine (./fast), or the engine path where it cannot judge.
+ */
+export const CHECK_PATHS = ["fast", "refresh", "engine"] as const;
+export type CheckPath = (typeof CHECK_PATHS)[number];
+
+/** The drift check of one stack by `path`; never throws. */
+export async function checkStack(
+  target: Target,
+  engine: Engine,
+  path: CheckPath = "engine",
+): Promise<StackReport> {
   const started = Date.now();
   const log = new EventLog();
+  let judged: CheckPath = path;
+  let fallback: string | undefined;
   try {
     const stack = await selectStack(target, engine);
-    // A preview ignores the stack's lock: a locked stack's state is mid-update, not drifted.
+    // No path takes the stack's lock: a locked stack's state is mid-update, not drifted.
     const unlocked = await lockCheck(stack, target.dir, engine.command.command, engine.env);
     unlocked();
-    const preview = await stack.preview({
-      refresh: true,
-      runProgram: true,
-      color: "never",
-      onEvent: log.onEvent,
-    });
-    unlocked(); // taken while the preview ran: what it read may be mid-update too
-    const resources = log.drifted();
-    const changed = Object.entries(preview.changeSummary).reduce(
-      (sum, [op, n]) => sum + (op === "same" ? 0 : (n ?? 0)),
-      0,
-    );
-    const changes = changed > log.bookkeeping();
+    let resources: DriftedResource[];
+    let changes: boolean;
+    if (path === "fast") {
+      const fast = await judgeStackFast(target, engine);
+      if (fast instanceof CannotJudge) {
+        [judged, fallback] = ["engine", fast.reason];
+        ({ resources, changes } = await byPreview(stack, log));
+      } else ({ resources, changes } = { resources: fast.resources, changes: false });
+    } else if (path === "refresh") {
+      const preview = await stack.previewRefresh({ color: "never", onEvent: log.onEvent });
+      resources = log.refreshed();
+      changes = changedBeyondBookkeeping(preview.changeSummary, log) > 0;
+    } else ({ resources, changes } = await byPreview(stack, log));
+    unlocked(); // taken while it ran: what it read may be mid-update too
     return {
       ...target,
       verdict: changes || resources.length > 0 ? "drifted" : "clean",
       resources,
       seconds: seconds(started),
+      path: judged,
+      ...(fallback ? { fallback } : {}),
     };
   } catch (e) {
     return {
@@ -329,8 +364,27 @@ export async function checkStack(target: Target, engine: Engine): Promise<StackR
       resources: [],
       error: engineMessage(e, log.errors),
       seconds: seconds(started),
+      path: judged,
+      ...(fallback ? { fallback } : {}),
     };
   }
+}
+
+/** `pulumi preview --refresh`, the program run: its drifted resources, and whether it changes anything. */
+async function byPreview(stack: Stack, log: EventLog) {
+  const preview = await stack.preview({
+    refresh: true,
+    runProgram: true,
+    color: "never",
+    onEvent: log.onEvent,
+  });
+  return { resources: log.drifted(), changes: changedBeyondBookkeeping(preview.changeSummary, log) > 0 };
+}
+
+/** The steps a summary counts as changes, less the provider's own bookkeeping. */
+function changedBeyondBookkeeping(summary: Record<string, number | undefined>, log: EventLog): number {
+  const changed = Object.entries(summary).reduce((sum, [op, n]) => sum + (op === "same" ? 0 : (n ?? 0)), 0);
+  return changed - log.bookkeeping();
 }
 
 /** `up --refresh` of one drifted stack; a 403 (a read key) is "refused", naming the scope. */
@@ -357,11 +411,12 @@ export async function checkAll(
   targets: readonly Target[],
   parallel: number,
   engine: Engine,
+  path: CheckPath = "engine",
 ): Promise<StackReport[]> {
   let done = 0;
   return pool(targets, parallel, async (t) => {
     engine.progress(`checking ${stackLabel(t)}`);
-    const r = await checkStack(t, engine);
+    const r = await checkStack(t, engine, path);
     done++;
     const what =
       r.verdict === "drifted"
@@ -369,7 +424,8 @@ export async function checkAll(
         : r.verdict === "error"
           ? `error: ${r.error?.split("\n")[0] ?? ""}`
           : "clean";
-    engine.progress(`[${done}/${targets.length}] ${stackLabel(t)}: ${what} (${r.seconds} s)`);
+    const how = r.fallback ? `${r.path}: ${r.fallback}` : r.path;
+    engine.progress(`[${done}/${targets.length}] ${stackLabel(t)}: ${what} (${r.seconds} s, ${how})`);
     return r;
   });
 }

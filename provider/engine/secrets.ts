@@ -24,6 +24,19 @@ export function reveal(value: unknown): unknown {
   return value;
 }
 
+/**
+ * A value of `pulumi stack export --show-secrets` with its secrets as the engine's wire holds them:
+ * the export writes a secret as the signature with its value JSON-encoded in `plaintext`.
+ */
+export function fromExported(value: unknown): unknown {
+  if (isProps(value) && value[SIG_KEY] === SECRET_SIG && typeof value.plaintext === "string") {
+    return secret(fromExported(JSON.parse(value.plaintext)));
+  }
+  if (Array.isArray(value)) return value.map(fromExported);
+  if (isProps(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, fromExported(v)]));
+  return value;
+}
+
 const wrapped = (v: unknown): unknown => (isSecret(v) ? v : secret(v));
 const walkable = (v: unknown): v is Props => isProps(v) && !isSecret(v);
 

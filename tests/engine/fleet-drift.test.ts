@@ -237,8 +237,9 @@ test("the example's cron script: drift and no error is exit 1, a Markdown report
   expect(first.stdout).toMatch(/edge drift: exit 1 \(0 clean, 1 drift, 2 error\)/);
   const md = readFileSync(join(out, "report.md"), "utf8");
   expect(md.split("\n")[0]).toBe("## 🟠 Edge drift: 2 stacks: 1 drifted, 1 clean, 0 error");
-  expect(md).toContain(`| \`${stackArg("drifted")}\` | drifted | 1 resource |`);
-  expect(md).toContain(`| \`${stackArg("clean")}\` | clean |  |`);
+  // Judged by the fast path (the default): the state against the service, no engine run.
+  expect(md).toContain(`| \`${stackArg("drifted")}\` | drifted | fast | 1 resource |`);
+  expect(md).toContain(`| \`${stackArg("clean")}\` | clean | fast |  |`);
   expect(md).toMatch(
     /\| checkout \| `[^`]*HttpsEdgeRoute` \| `backend\.backendId` \| "bkd_checkout" => "bkd_hotfix" \|/,
   );
@@ -261,7 +262,7 @@ test("--remediate with the read key: refused with the service's 403, nothing cha
   expect(run.stderr).toContain(`  ${stackArg("drifted")}: update checkout`);
   expect(run.stdout).toMatch(
     new RegExp(
-      `${stackArg("drifted").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s+drifted\\s+1 resource\\s+refused`,
+      `${stackArg("drifted").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s+drifted\\s+fast\\s+1 resource\\s+refused`,
     ),
   );
   expect(run.stdout).toContain("ERR_EDGE_403");
@@ -289,6 +290,14 @@ test("--remediate --yes with the write key restores only the drifted stack; its 
   // The run found drift (exit 1) and restored it.
   expect(run.code).toBe(1);
   const by = Object.fromEntries(report.stacks.map((s) => [s.stack, s]));
+  // The refused remediation's refresh wrote the drifted values into the state: the state no longer
+  // says what was deployed, so the fast path handed the stack to the program (the engine path).
+  expect([by.drifted!.verdict, by.drifted!.path, by.drifted!.fallback]).toEqual([
+    "drifted",
+    "engine",
+    expect.stringContaining("last operation was a update that failed"),
+  ]);
+  expect([by.clean!.verdict, by.clean!.path]).toEqual(["clean", "fast"]);
   expect(by.drifted!.remediation).toEqual({ outcome: "restored" });
   expect(by.clean!.remediation).toBeUndefined();
   expect(await liveBackend("drifted")).toBe("bkd_checkout");

@@ -93,11 +93,14 @@ const stack: fc.Arbitrary<StackReport> = fc
         .map(({ outcome, message }) => (message === undefined ? { outcome } : { outcome, message })),
     ),
     seconds: fc.integer({ min: 0, max: 100_000 }).map((n) => n / 10),
+    path: maybe(fc.constantFrom("fast" as const, "refresh" as const, "engine" as const)),
+    fallback: maybe(text),
   })
-  .map(({ error, remediation, ...s }) => ({
+  .map(({ error, remediation, path, fallback, ...s }) => ({
     ...s,
     ...(error === undefined ? {} : { error }),
     ...(remediation === undefined ? {} : { remediation }),
+    ...(path === undefined ? {} : { path, ...(fallback === undefined ? {} : { fallback }) }),
   }));
 
 const fleet: fc.Arbitrary<FleetReport> = fc.record({
@@ -262,7 +265,8 @@ test("property: Markdown keeps every table's rows and cells and every code span 
   fc.assert(
     fc.property(fleet, (report) => {
       const doc = blocks(renderMarkdown(report));
-      const columns = report.stacks.some((s) => s.remediation) ? 4 : 3;
+      const columns =
+        3 + (report.stacks.some((s) => s.remediation) ? 1 : 0) + (report.stacks.some((s) => s.path) ? 1 : 0);
 
       expect(doc[0]).toMatchObject({ kind: "heading", level: "h2" });
       const summary = doc[1]!;

@@ -1,0 +1,228 @@
+/**
+ * The fast drift check of one stack: no program, no engine run. Its state (`pulumi stack export`,
+ * one CLI call) and current config (`pulumi config`, one more) say what was deployed and with
+ * which provider settings; the live objects come from one `GET` per edge (an HTTPS edge's answer
+ * carries all its routes, a TLS edge's its IP restriction); each resource is then judged by the
+ * provider's own refresh and diff (the lifecycles' `readFound` and `diff`), which also name the
+ * authors from the audit trail. So its verdicts are `pulumi refresh --preview-only`'s: what the
+ * service holds against what the last `up` deployed. Like that command it does not run the
+ * program: a program change not yet deployed, or an `ignoreChanges` in it, is the engine path's.
+ *
+ * A stack it cannot judge goes to the engine path whole, and the report says which judged: one
+ * with resources of other providers, pending operations, a provider it cannot configure, or a
+ * state that a refresh (an `up --refresh` that then failed, an import) last wrote: that state holds
+ * what the service held then, not what was deployed, so only the program can tell drift there.
+ */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { parse } from "yaml";
+import type { EdgeClient } from "../../sdk/client";
+import { edgeClient, settingsFor } from "../config";
+import { concealLeaves, fromExported, keepSecretsOf, reveal } from "../engine/secrets";
+import { STACK_ANCHOR } from "../identity";
+import {
+  type Found,
+  LIFECYCLES,
+  type Location,
+  RESOURCE_KINDS,
+  type ResourceKind,
+  TYPE_NAMES,
+} from "../lifecycle";
+import { LAST_WRITE_KEY } from "../lifecycle/attribution";
+import { readOrGone } from "../lifecycle/errors";
+import { checkedInputs } from "../lifecycle/types";
+import { SECRET_LEAVES } from "../model";
+import { isProps, type Props } from "../model/check";
+import { changedFields, type DriftedResource, parseAuthorWarnings } from "./report";
+import { type Engine, selectStack, type Target } from "./stacks";
+
+/** What `pulumi stack export` holds of a resource (the fields read here). */
+interface StateResource {
+  urn: string;
+  type: string;
+  custom?: boolean;
+  external?: boolean;
+  id?: string;
+  provider?: string;
+  inputs?: Props;
+  outputs?: Props;
+}
+
+/** Why the fast path hands a stack to the engine. */
+export class CannotJudge {
+  constructor(readonly reason: string) {}
+}
+
+const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
+const KIND_OF = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
+
+/** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
+function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
+  if (r.type === "pulumi:pulumi:Stack" || r.type.startsWith("pulumi:providers:")) return "skip";
+  const name = OUR_TYPE.exec(r.type)?.[1];
+  if (name === STACK_ANCHOR) return "skip";
+  const kind = name === undefined ? undefined : KIND_OF.get(name);
+  if (kind) return r.external ? "skip" : kind; // a lookup (`get`) is read, never drift
+  return r.custom === false ? "skip" : "foreign"; // components hold nothing to refresh
+}
+
+/** The program's directory: the project's, or its `main` (where the provider runs). */
+function programDir(projectDir: string): string {
+  for (const file of ["Pulumi.yaml", "Pulumi.yml"]) {
+    try {
+      const project: unknown = parse(readFileSync(join(projectDir, file), "utf8"));
+      const main = isProps(project) && typeof project.main === "string" ? project.main : ".";
+      // `main` may name a file: its directory is the program's.
+      return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);
+    } catch {
+      // the other spelling
+    }
+  }
+  return resolve(projectDir);
+}
+
+interface Judged {
+  /** The resources that drifted (empty: clean). */
+  resources: DriftedResource[];
+}
+
+/**
+ * The fast check of one stack: a StackReport judged here, or CannotJudge (the engine path's).
+ * Errors reading the state or the service are the report's error, as on the engine path.
+ */
+export async function judgeStackFast(target: Target, engine: Engine): Promise<Judged | CannotJudge> {
+  const stack = await selectStack(target, engine);
+  const [exported, config, [last]] = await Promise.all([
+    stack.exportStack(),
+    stack.getAllConfig(),
+    stack.history(1, 1, false),
+  ]);
+  // What the state says was deployed is only that after a successful update: a refresh (or an
+  // update that failed after its refresh, an import) writes what the service held into it, drift
+  // included. Then only the program can say what was meant.
+  if (last && !(last.kind === "update" && last.result === "succeeded")) {
+    return new CannotJudge(
+      `the stack's last operation was a ${last.kind} that ${last.result}: its state may hold what the service held then, drift included, so the program judges`,
+    );
+  }
+  const deployment = exported.deployment as { resources?: StateResource[]; pending_operations?: unknown[] };
+  if ((deployment.pending_operations ?? []).length > 0) {
+    return new CannotJudge("the state holds pending operations (an interrupted update)");
+  }
+  const resources = deployment.resources ?? [];
+  const foreign = resources.filter((r) => classify(r) === "foreign").map((r) => r.type);
+  if (foreign.length > 0) {
+    return new CannotJudge(`resources of other providers (${[...new Set(foreign)].sort().join(", ")})`);
+  }
+  const byUrn = new Map(resources.map((r) => [r.urn, r]));
+  const dir = programDir(target.dir);
+  const stackConfig = { get: (key: string) => config[key]?.value };
+
+  /** The client of a resource's provider: the stack's config, or an explicit provider's inputs. */
+  const clientOf = (r: StateResource): EdgeClient | CannotJudge => {
+    if (r.type.startsWith("pulumi-nodejs:")) return edgeClient(settingsFor(stackConfig, engine.env, dir));
+    const providerUrn = r.provider?.split("::").slice(0, -1).join("::");
+    const provider = providerUrn === undefined ? undefined : byUrn.get(providerUrn);
+    if (!provider) return new CannotJudge(`the provider of ${r.urn} is not in the state`);
+    if (/::default(_|$)[^:]*$/.test(provider.urn)) {
+      return edgeClient(settingsFor(stackConfig, engine.env, dir));
+    }
+    const inputs = reveal(fromExported(provider.inputs ?? {}));
+    const get = (key: string) => {
+      const v = isProps(inputs) ? inputs[key.replace(/^edge:/, "")] : undefined;
+      return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : undefined;
+    };
+    return edgeClient(settingsFor({ get }, engine.env, dir));
+  };
+
+  // One GET per edge, per client: what every read of the stack finds.
+  type Job = { r: StateResource; kind: ResourceKind; client: EdgeClient; at: Location };
+  const jobs: Job[] = [];
+  for (const r of resources) {
+    const kind = classify(r);
+    if (kind === "skip" || kind === "foreign" || r.id === undefined) continue;
+    const client = clientOf(r);
+    if (client instanceof CannotJudge) return client;
+    jobs.push({ r, kind, client, at: LIFECYCLES[kind].locate(r.id, revealed(r.outputs)) });
+  }
+  const edges = new Map<EdgeClient, Map<string, Promise<unknown>>>();
+  const fetchEdge = (client: EdgeClient, at: Location) => {
+    const mine = edges.get(client) ?? new Map<string, Promise<unknown>>();
+    edges.set(client, mine);
+    const key = `${at.edge}/${at.edgeId}`;
+    let got = mine.get(key);
+    if (!got) {
+      got =
+        at.edge === "https"
+          ? readOrGone(() => client.getHttpsEdge(at.edgeId))
+          : readOrGone(() => client.getTlsEdge(at.edgeId));
+      mine.set(key, got);
+    }
+    return got;
+  };
+
+  const drifted: DriftedResource[] = [];
+  for (const job of jobs) {
+    const edge = await fetchEdge(job.client, job.at);
+    drifted.push(...(await judgeResource(job.r, job.kind, job.client, foundIn(job.kind, job.at, edge))));
+  }
+  return { resources: drifted };
+}
+
+/** A resource's stored values as the lifecycles take them: secrets revealed. */
+const revealed = (v: Props | undefined): Props => {
+  const out = reveal(fromExported(v ?? {}));
+  return isProps(out) ? out : {};
+};
+
+/** What a kind's read would have found, from its edge's answer (undefined: gone). */
+function foundIn<K extends ResourceKind>(kind: K, at: Location, edge: unknown): Found[K] | undefined {
+  if (!isProps(edge)) return undefined;
+  if (kind === "httpsEdge" || kind === "tlsEdge") return edge as Found[K];
+  if (kind === "tlsEdgeIpRestriction") return (edge.ip_restriction ?? undefined) as Found[K] | undefined;
+  const routes = Array.isArray(edge.routes) ? edge.routes : [];
+  return routes.find((r) => isProps(r) && r.id === at.routeId) as Found[K] | undefined;
+}
+
+/**
+ * One resource, as `preview --refresh` of an unchanged program judges it: the provider's refresh
+ * of the state's outputs (its warnings name the authors), then its diff against the state's
+ * inputs. Drifted: gone (the engine would create it again), or a diff with changes.
+ */
+async function judgeResource<K extends ResourceKind>(
+  r: StateResource,
+  kind: K,
+  client: EdgeClient,
+  found: Found[K] | undefined,
+): Promise<DriftedResource[]> {
+  const life = LIFECYCLES[kind];
+  const warnings: string[] = [];
+  const name = r.urn.split("::").pop() ?? r.urn;
+  const stored = revealed(r.outputs);
+  const lastWrite = stored[LAST_WRITE_KEY];
+  const ctx = {
+    name,
+    lastWrite: typeof lastWrite === "string" ? lastWrite : undefined,
+    log: { info: () => undefined, warn: (m: string) => void warnings.push(m) },
+  };
+  const id = r.id!;
+  const read = await life.readFound(client, id, stored, found, ctx);
+  const authors = () => warnings.flatMap((w) => parseAuthorWarnings(w, name));
+  const base = { urn: r.urn, name, type: r.type };
+  if (read === undefined) return [{ ...base, op: "create", fields: [], authors: authors() }];
+  const declared = revealed(r.inputs);
+  const plan = life.diff(read.outs, checkedInputs(declared), id);
+  if (plan.changed.length === 0) return [];
+  // Shown as the engine path shows them: secrets as [secret], the state's inputs against the live ones.
+  const shown = (v: object) =>
+    concealLeaves(keepSecretsOf({ ...v }, fromExported(r.inputs ?? {})), SECRET_LEAVES[kind]);
+  const keys = [...new Set(plan.changes.map((c) => c.path.split(/[.[]/)[0]!))];
+  return [
+    {
+      ...base,
+      op: plan.replaces.length > 0 ? "replace" : "update",
+      fields: changedFields(shown(declared), shown(read.inputs), keys),
+      authors: authors(),
+    },
+  ];
+}
