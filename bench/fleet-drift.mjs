@@ -6,7 +6,9 @@
 // seconds of the drift report).
 //
 //   node bench/fleet-drift.mjs [--stacks 20] [--routes 50] [--parallel 4] [--deploy-parallel 2]
-//                              [--dir bench/tmp/fleet] [--reuse] [--checks 1]
+//                              [--dir bench/tmp/fleet] [--reuse] [--checks 1] [--paths fast,refresh,engine]
+//
+// --paths: the drift paths to time (`pulumi-edge drift --path`), each --checks times, in turn.
 //
 // --reuse skips the deploys when DIR already holds the stacks (the state and data directories are
 // kept between runs). The service keeps running only for the script's life.
@@ -22,7 +24,7 @@ const require = createRequire(import.meta.url);
 const engine = require("../scripts/engine.js");
 const ROOT = engine.ROOT;
 const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
-const PULUMI_EDGE = path.join(ROOT, "dist/provider/migrate/cli.js");
+const PULUMI_EDGE = path.join(ROOT, "dist/provider/cli.js");
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {
@@ -34,6 +36,7 @@ const ROUTES = Number(opt("routes", 50));
 const PARALLEL = Number(opt("parallel", 4));
 const DEPLOY_PARALLEL = Number(opt("deploy-parallel", 2));
 const CHECKS = Number(opt("checks", 1));
+const PATHS = opt("paths", "fast,refresh,engine").split(",");
 const DIR = path.resolve(opt("dir", path.join(ROOT, "bench", "tmp", "fleet")));
 const reuse = args.includes("--reuse");
 
@@ -98,7 +101,7 @@ if (!reuse) {
       });
       const t = performance.now();
       const up = await stack.up({ color: "never" });
-      if (up.summary.resourceChanges?.create !== ROUTES + 2) throw new Error(`${name}: not all created`);
+      if (up.summary.resourceChanges?.create !== ROUTES + 3) throw new Error(`${name}: not all created`);
       perStack[name] = Math.round((performance.now() - t) / 100) / 10;
       console.error(`deployed ${name} in ${perStack[name]} s, load ${load().join(" ")}`);
     }
@@ -115,53 +118,69 @@ if (!reuse) {
   });
 }
 
-for (let c = 1; c <= CHECKS; c++) {
-  const loadBefore = load();
-  const t0 = performance.now();
-  const child = spawn(
-    process.execPath,
-    [PULUMI_EDGE, "drift", "--project", "program", "--parallel", String(PARALLEL), "--format", "json"],
-    {
-      cwd: DIR,
-      env: { ...process.env, ...engine.engineEnv({ stateDir }), EDGE_API_KEY: readKey },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  const cpuPromise = cpuOfTree(child);
-  let stdout = "";
-  let stderr = "";
-  child.stdout.on("data", (d) => (stdout += d));
-  child.stderr.on("data", (d) => (stderr += d));
-  const code = await new Promise((r) => child.on("exit", r));
-  const wall = Math.round((performance.now() - t0) / 100) / 10;
-  const cpu = await cpuPromise;
-  let report;
-  try {
-    report = JSON.parse(stdout);
-  } catch {
-    throw new Error(`drift exited ${code}: ${stderr.slice(-3000)}`);
+for (const checkPath of PATHS)
+  for (let c = 1; c <= CHECKS; c++) {
+    const loadBefore = load();
+    const t0 = performance.now();
+    const child = spawn(
+      process.execPath,
+      [
+        PULUMI_EDGE,
+        "drift",
+        "--project",
+        "program",
+        "--path",
+        checkPath,
+        "--parallel",
+        String(PARALLEL),
+        "--format",
+        "json",
+      ],
+      {
+        cwd: DIR,
+        env: { ...process.env, ...engine.engineEnv({ stateDir }), EDGE_API_KEY: readKey },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    const cpuPromise = cpuOfTree(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => (stdout += d));
+    child.stderr.on("data", (d) => (stderr += d));
+    const code = await new Promise((r) => child.on("exit", r));
+    const wall = Math.round((performance.now() - t0) / 100) / 10;
+    const cpu = await cpuPromise;
+    let report;
+    try {
+      report = JSON.parse(stdout);
+    } catch {
+      throw new Error(`drift exited ${code}: ${stderr.slice(-3000)}`);
+    }
+    const seconds = report.stacks.map((s) => s.seconds).sort((a, b) => a - b);
+    out({
+      phase: "drift",
+      path: checkPath,
+      judged: Object.fromEntries(
+        ["fast", "refresh", "engine"].map((p) => [p, report.stacks.filter((s) => s.path === p).length]),
+      ),
+      check: c,
+      stacks: STACKS,
+      routes: ROUTES,
+      parallel: PARALLEL,
+      exitCode: code,
+      summary: report.summary,
+      wall,
+      cpu,
+      perStackSeconds: {
+        min: seconds[0],
+        median: seconds[Math.floor(seconds.length / 2)],
+        max: seconds.at(-1),
+        sum: Math.round(seconds.reduce((a, b) => a + b, 0) * 10) / 10,
+      },
+      perStack: Object.fromEntries(report.stacks.map((s) => [s.stack, s.seconds])),
+      loadBefore,
+      loadAfter: load(),
+    });
   }
-  const seconds = report.stacks.map((s) => s.seconds).sort((a, b) => a - b);
-  out({
-    phase: "drift",
-    check: c,
-    stacks: STACKS,
-    routes: ROUTES,
-    parallel: PARALLEL,
-    exitCode: code,
-    summary: report.summary,
-    wall,
-    cpu,
-    perStackSeconds: {
-      min: seconds[0],
-      median: seconds[Math.floor(seconds.length / 2)],
-      max: seconds.at(-1),
-      sum: Math.round(seconds.reduce((a, b) => a + b, 0) * 10) / 10,
-    },
-    perStack: Object.fromEntries(report.stacks.map((s) => [s.stack, s.seconds])),
-    loadBefore,
-    loadAfter: load(),
-  });
-}
 server.kill("SIGTERM");
 process.exit(0);
