@@ -93,18 +93,19 @@ describe("background checkpoints", () => {
     const edge = await service.createEdge("https", {}, ctx);
     let largest = 0;
     let firstThousand = 0;
-    for (let i = 0; i < 3000; i++) {
+    for (let i = 0; i < 6000; i++) {
       await service.createRoute(edge.id, route(i), ctx);
       largest = Math.max(largest, size(wal));
       if (i === 998) firstThousand = size(wal); // before the writer's first checkpoint
     }
     // No report of the worker can arrive in this loop; without the writer's own checkpoint every
-    // 1,000 writes the WAL would hold all 3,000 writes (3 × firstThousand). With it, the WAL starts
-    // over after a checkpoint; one start-over missed (a checkpoint that found a reader on the worker's
-    // connection) is allowed, none at all is the defect. Relative to the writes' own size, so a change
-    // that writes more per route (the audit trail's event) does not move the bound.
+    // 1,000 writes the WAL would hold all 6,000 writes (6 × firstThousand). With it, the WAL starts
+    // over after a checkpoint; a few start-overs missed (a checkpoint that found a reader on the
+    // worker's connection, which a loaded machine makes likelier: 2 of 2 were missed once in a CI
+    // run beside other suites) are allowed, none at all is the defect. Relative to the writes' own
+    // size, so a change that writes more per route (the audit trail's event) does not move the bound.
     expect(firstThousand).toBeGreaterThan(0);
-    expect(largest).toBeLessThan(2.2 * firstThousand);
+    expect(largest).toBeLessThan(4.2 * firstThousand);
   });
 
   it("close() resolves once the worker has closed its connection and ended", async () => {
