@@ -5,7 +5,7 @@
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
-import { parseArgs } from "node:util";
+import { parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
 import { errorMessage } from "../../sdk/contract";
 import {
   EXIT,
@@ -27,7 +27,6 @@ import {
   pulumiOnPath,
   remediateStack,
   resolveTargets,
-  UsageError,
 } from "./run";
 
 export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--project DIR]... [--projects-dir DIR]...
@@ -95,42 +94,36 @@ export async function runDrift(argv: string[]): Promise<number> {
   try {
     return await drift(argv);
   } catch (e) {
-    console.error(`pulumi-edge drift: ${errorMessage(e)}`);
+    if (e instanceof UsageError) return usageExit(COMMAND, e);
+    console.error(`${COMMAND}: ${errorMessage(e)}`);
     return EXIT.error;
   }
 }
 
+const COMMAND = "pulumi-edge drift";
+
 async function drift(argv: string[]): Promise<number> {
-  let values;
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        stack: { type: "string", multiple: true, default: [] },
-        project: { type: "string", multiple: true, default: [] },
-        "projects-dir": { type: "string", multiple: true, default: [] },
-        path: { type: "string", default: "fast" },
-        parallel: { type: "string", default: "4" },
-        format: { type: "string", default: "table" },
-        junit: { type: "string" },
-        remediate: { type: "boolean", default: false },
-        yes: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
-  } catch (e) {
-    console.error(`pulumi-edge drift: ${errorMessage(e)}; run pulumi-edge drift --help`);
-    return EXIT.error;
-  }
+  const { values } = parseCommandLine({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      stack: { type: "string", multiple: true, default: [] },
+      project: { type: "string", multiple: true, default: [] },
+      "projects-dir": { type: "string", multiple: true, default: [] },
+      path: { type: "string", default: "fast" },
+      parallel: { type: "string", default: "4" },
+      format: { type: "string", default: "table" },
+      junit: { type: "string" },
+      remediate: { type: "boolean", default: false },
+      yes: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help) {
     console.log(DRIFT_USAGE);
     return 0;
   }
-  const usage = (msg: string) => {
-    console.error(`pulumi-edge drift: ${msg}; run pulumi-edge drift --help`);
-    return EXIT.error;
-  };
+  const usage = (msg: string) => usageExit(COMMAND, new UsageError(msg));
   const parallel = Number(values.parallel);
   if (!Number.isInteger(parallel) || parallel < 1)
     return usage(`--parallel ${values.parallel}: give a whole number ≥ 1`);
@@ -153,14 +146,7 @@ async function drift(argv: string[]): Promise<number> {
 
   const progress = (line: string) => process.stderr.write(`drift: ${line}\n`);
   const engine: Engine = { command: await pulumiOnPath(), env: pulumiEnv(), progress };
-  let resolved;
-  try {
-    resolved = await resolveTargets(selection, engine);
-  } catch (e) {
-    if (e instanceof UsageError) return usage(e.message);
-    throw e;
-  }
-  const { targets, failures } = resolved;
+  const { targets, failures } = await resolveTargets(selection, engine);
   progress(`${targets.length} stack${targets.length === 1 ? "" : "s"} to check, ${parallel} at a time`);
   const stacks: StackReport[] = [...(await checkAll(targets, parallel, engine, path)), ...failures];
   const report: FleetReport = { stacks };

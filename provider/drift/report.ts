@@ -7,6 +7,7 @@
  * escapes by itself; the others show what they cannot hold as `\uXXXX` (shownLine, shownText)
  * and quote the rest as their format asks.
  */
+import { isSecret as isEngineSecret } from "../engine/secrets";
 import { type AuthorLine, parseAuthorLines } from "../lifecycle/authorship";
 
 /** One stack's verdict. */
@@ -122,19 +123,10 @@ export function authorsOf(field: string, authors: readonly Author[]): Author[] {
 // ---------------------------------------------------------------------------------------------
 // Values as shown: secrets never.
 
-/** The engine's marker of a secret value in property maps. */
-const SECRET_SIG = "4dabf18193072939515e22adb298388d";
-const SECRET_SIG_VALUE = "1b47061264138c4ac30d75fd1eb44270";
 export const SECRET_SHOWN = "[secret]";
 
-export function isSecret(value: unknown): boolean {
-  if (value === SECRET_SHOWN) return true;
-  return (
-    typeof value === "object" &&
-    value !== null &&
-    (value as Record<string, unknown>)[SECRET_SIG] === SECRET_SIG_VALUE
-  );
-}
+/** A secret: the engine's wrapper (provider/engine/secrets), or a value already shown as one. */
+export const isSecret = (value: unknown): boolean => value === SECRET_SHOWN || isEngineSecret(value);
 
 const MAX_SHOWN = 80;
 

@@ -7,13 +7,15 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
+  CommandError,
   type EngineEvent,
   LocalWorkspace,
   PulumiCommand,
   type Stack,
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
-import { errorMessage } from "../../sdk/contract";
+import { UsageError, withoutColours } from "../../sdk/cli/command";
+import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../identity";
 import { CannotJudge, judgeStackFast } from "./fast";
 import { type Engine, selectStack, type Target } from "./stacks";
@@ -41,8 +43,6 @@ export interface Selection {
   /** Directories whose subdirectories (with a Pulumi.yaml) are projects. */
   projectsDirs: readonly string[];
 }
-
-export class UsageError extends Error {}
 
 /**
  * The environment for the `pulumi` the user has: theirs, plus the empty passphrase when they set
@@ -166,31 +166,34 @@ export async function pool<T, R>(
   return results;
 }
 
-// Colours the program's own output carries even with --color never.
-const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
-
 /**
  * What the engine said went wrong: its error diagnostics when it sent any, else the stderr of
  * the failed command (a missing or locked stack fails before any event).
  */
 export function engineMessage(e: unknown, errors: readonly string[]): string {
-  const text =
-    errors.length > 0
-      ? errors.join("\n")
-      : (() => {
-          const m = errorMessage(e);
-          const stderr = /\n stderr: ([\s\S]*?)\n err\?: /.exec(m)?.[1];
-          return stderr && stderr.trim() ? stderr : m;
-        })();
+  const stderr = commandStderr(e);
+  const text = errors.length > 0 ? errors.join("\n") : stderr?.trim() ? stderr : errorMessage(e);
   return (
-    text
-      .replace(ANSI_COLOUR, "")
+    withoutColours(text)
       .split("\n")
       .map((l) => l.trimEnd())
       // The command line the Automation API ran says nothing the engine's own lines do not.
       .filter((l) => l.trim() && !/^Command failed with exit code -?\d+: /.test(l))
       .join("\n")
   );
+}
+
+/**
+ * The stderr of a failed `pulumi` command, as the Automation API's CommandError holds it (its
+ * `commandResult`, typed private but part of every such error), not parsed back out of the
+ * error's text.
+ */
+function commandStderr(e: unknown): string | undefined {
+  if (!(e instanceof CommandError)) return undefined;
+  const result: unknown = Reflect.get(e, "commandResult");
+  const stderr: unknown =
+    typeof result === "object" && result !== null ? Reflect.get(result, "stderr") : undefined;
+  return typeof stderr === "string" ? stderr : undefined;
 }
 
 /**
@@ -396,7 +399,8 @@ export async function remediateStack(target: Target, engine: Engine): Promise<Re
     return { outcome: "restored" };
   } catch (e) {
     const message = engineMessage(e, log.errors);
-    const forbidden = message.split("\n").find((l) => /\bERR_EDGE_403\b|\b403\b/.test(l));
+    // The service's own error code for a key out of scope, in the engine's error diagnostics.
+    const forbidden = message.split("\n").find((l) => l.includes(ERROR_CODES.forbidden.code));
     return forbidden
       ? {
           outcome: "refused",

@@ -7,9 +7,9 @@
  */
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
+import { parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
 import { currentSettings, edgeClient } from "../config";
 import { parseEdgeConfig } from "../declarative/load";
 import { exportFleet, filterFleet } from "./fleet";
@@ -44,46 +44,41 @@ function regex(value: string | undefined, flag: string): RegExp | undefined {
   }
 }
 
-class UsageError extends Error {}
+const COMMAND = "pulumi-edge export";
 
 /** Runs `pulumi-edge export` with its arguments (after `export`); the process's exit code. */
 export async function runExport(argv: string[]): Promise<number> {
-  let values;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      allowPositionals: false,
-      options: {
-        edge: { type: "string", multiple: true, default: [] },
-        "description-match": { type: "string" },
-        "metadata-match": { type: "string" },
-        out: { type: "string", default: "." },
-        force: { type: "boolean", default: false },
-        "secrets-dir": { type: "string" },
-        "base-url": { type: "string" },
-        "data-dir": { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    return await exportCommand(argv);
   } catch (e) {
-    console.error(`pulumi-edge export: ${errorMessage(e)}; run pulumi-edge export --help`);
-    return 2;
+    return usageExit(COMMAND, e);
   }
+}
+
+async function exportCommand(argv: string[]): Promise<number> {
+  const { values } = parseCommandLine({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      edge: { type: "string", multiple: true, default: [] },
+      "description-match": { type: "string" },
+      "metadata-match": { type: "string" },
+      out: { type: "string", default: "." },
+      force: { type: "boolean", default: false },
+      "secrets-dir": { type: "string" },
+      "base-url": { type: "string" },
+      "data-dir": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help) {
     console.log(EXPORT_USAGE);
     return 0;
   }
-  let filter;
-  try {
-    filter = {
-      descriptionMatch: regex(values["description-match"], "description-match"),
-      metadataMatch: regex(values["metadata-match"], "metadata-match"),
-    };
-  } catch (e) {
-    if (!(e instanceof UsageError)) throw e;
-    console.error(`pulumi-edge export: ${e.message}; run pulumi-edge export --help`);
-    return 2;
-  }
+  const filter = {
+    descriptionMatch: regex(values["description-match"], "description-match"),
+    metadataMatch: regex(values["metadata-match"], "metadata-match"),
+  };
 
   const out = resolve(values.out);
   const files = { yaml: join(out, "edges.yaml"), imports: join(out, "import.json") };

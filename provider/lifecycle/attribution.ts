@@ -26,7 +26,7 @@ import {
   SECRET_REDACTED,
 } from "../../sdk/contract";
 import { deepEqual } from "../model/canonical";
-import { toCamel } from "../model/case";
+import { camelPath as camelSegments } from "../model/case";
 import { type AuthorLabel, type AuthorLine, formatAuthorLine } from "./authorship";
 import type { OperationContext } from "./types";
 
@@ -40,16 +40,8 @@ export const LAST_WRITE_KEY = "__lastWrite";
 const PAGE = 100;
 const MOST_EVENTS = 10_000;
 
-/** Header maps: their keys are header names, kept as they are (see model/case). */
-const VERBATIM_PARENTS = new Set(["request_headers.add", "response_headers.add"]);
-
-/** A wire path (`backend.backend_id`) as the program names it (`backend.backendId`). */
-export function camelPath(wire: string): string {
-  const parts = wire.split(".");
-  return parts
-    .map((p, i) => (i >= 2 && VERBATIM_PARENTS.has(parts.slice(i - 2, i).join(".")) ? p : toCamel(p)))
-    .join(".");
-}
+/** A wire path (`backend.backend_id`) as the program names it (`backend.backendId`), header names as they are. */
+export const camelPath = (wire: string): string => camelSegments(wire.split(".")).join(".");
 
 /** Whether an event's changed path `q` concerns the drifted path `p` (the same, or one under the other). */
 const concerns = (q: string, p: string) => q === p || q.startsWith(`${p}.`) || p.startsWith(`${q}.`);

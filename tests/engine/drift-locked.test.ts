@@ -23,7 +23,7 @@ import { ensureBuilt, ROOT } from "../support/edge-service";
 import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/migrate/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
 
 interface StackJson {
   stack: string;

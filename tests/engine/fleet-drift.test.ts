@@ -15,7 +15,7 @@ import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support
 import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/migrate/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
 
 interface Run {
   code: number | null;

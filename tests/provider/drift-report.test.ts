@@ -156,11 +156,21 @@ describe("the engine's events", () => {
     expect(engineMessage(new Error("x"), ["\u001b[31merror: bad config\u001b[0m\n", "  second\n"])).toBe(
       "error: bad config\n  second",
     );
-    const commandError = new Error(
-      "code: -2\n stdout: \n stderr: Command failed with exit code 6: pulumi stack select --stack gone\n" +
-        "error: no stack named 'gone' found\n err?: Error: Command failed with exit code 6: pulumi stack select\n",
+    // What the Automation API throws: its CommandError, holding the command's own stderr (the
+    // classes are the package's own, constructed as it does; their constructors are not typed public).
+    type Ctor = new (...args: unknown[]) => Error;
+    const { CommandError } = require("@pulumi/pulumi/automation/errors") as { CommandError: Ctor };
+    const { CommandResult } = require("@pulumi/pulumi/automation/cmd") as { CommandResult: Ctor };
+    const commandError = new CommandError(
+      new CommandResult(
+        "",
+        "Command failed with exit code 6: pulumi stack select --stack gone\nerror: no stack named 'gone' found\n",
+        6,
+      ),
     );
     expect(engineMessage(commandError, [])).toBe("error: no stack named 'gone' found");
+    // Anything else: its own message.
+    expect(engineMessage(new Error("the service is down"), [])).toBe("the service is down");
   });
 
   test("--stack DIR:STACK splits at the last colon and refuses a half", () => {

@@ -1,29 +1,22 @@
-#!/usr/bin/env node
 /**
- * The `pulumi-edge` command: `export` (provider/export: adopt a fleet made outside Pulumi),
- * `drift` (provider/drift: the drift check of many stacks) and `migrate-to-packaged` (here).
- *
- * pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
- *
- * Moves a stack of pulumi-edge's dynamic resources to the packaged provider, in place, writing
- * nothing to the edge service. First switch the program (import from "pulumi-edge/packaged" and
- * declare the plugin in Pulumi.yaml); then this: checks that the program now declares the same
- * resources as packaged ones, backs the state up, forgets the dynamic resources and imports the
- * same objects. Without --yes it only prints the plan. Uses the `pulumi` on PATH.
+ * `pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]`: moves a stack of
+ * pulumi-edge's dynamic resources to the packaged provider, in place, writing nothing to the edge
+ * service. First switch the program (import from "pulumi-edge/packaged" and declare the plugin in
+ * Pulumi.yaml); then this: checks that the program now declares the same resources as packaged
+ * ones, backs the state up, forgets the dynamic resources and imports the same objects. Without
+ * --yes it only prints the plan. Uses the `pulumi` on PATH.
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { parseArgs } from "node:util";
-import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
-import { DRIFT_USAGE, runDrift } from "../drift/cli";
-import { pulumiEnv } from "../drift/run";
-import { EXPORT_USAGE, runExport } from "../export/cli";
-import { errorField, errorMessage } from "../../sdk/contract";
+import { parseCommandLine, withoutColours } from "../../sdk/cli/command";
+import { errorField } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
+import { pulumiEnv } from "../drift/run";
+import { type ExportedResource, type ImportEntry, migrationPlan } from "./plan";
 
-const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
+export const MIGRATE_USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR] [--yes]
          Moves a stack of pulumi-edge's dynamic resources to the packaged provider in place:
          forgets them (no delete) and imports the same objects as packaged resources. First
          switch the program (import from "pulumi-edge/packaged", the plugin in Pulumi.yaml).
@@ -33,10 +26,7 @@ const USAGE = `usage: pulumi-edge migrate-to-packaged [--stack NAME] [--cwd DIR]
          The stack is found as the pulumi CLI (on PATH) finds it in DIR: PULUMI_BACKEND_URL, else
          Pulumi.yaml's backend.url, else \`pulumi login\`. A passphrase stack's passphrase comes
          from PULUMI_CONFIG_PASSPHRASE(_FILE); with neither set, the empty passphrase is tried
-         (what the stacks of pulumi-edge's own scripts, \`npm run up\`, use).
-${EXPORT_USAGE.replace(/^usage: /, "       ")}
-${DRIFT_USAGE.replace(/^usage: /, "       ")}
-       pulumi-edge --help | --version`;
+         (what the stacks of pulumi-edge's own scripts, \`npm run up\`, use).`;
 
 /** What a failed pulumi command printed that says what to do next. */
 function nextStep(output: string): string | undefined {
@@ -56,17 +46,11 @@ function nextStep(output: string): string | undefined {
   return undefined;
 }
 
-// Colours the program's own stack traces carry even with --color never.
-const ANSI_COLOUR = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
-
 /** The part of a failed command's output that explains it: pulumi's diagnostics, else the end. */
 function cause(stdout: string, stderr: string): string {
   const diagnostics = stdout.indexOf("Diagnostics:");
   const lines = (diagnostics >= 0 ? stdout.slice(diagnostics) : stdout).trimEnd().split("\n");
-  return [...lines.slice(-60), stderr.trimEnd()]
-    .filter((l) => l.trim())
-    .join("\n")
-    .replace(ANSI_COLOUR, "");
+  return withoutColours([...lines.slice(-60), stderr.trimEnd()].filter((l) => l.trim()).join("\n"));
 }
 
 function pulumi(cwd: string, stack: string | undefined, args: string[]): string {
@@ -91,38 +75,21 @@ function pulumi(cwd: string, stack: string | undefined, args: string[]): string 
   return run.stdout;
 }
 
-async function main(argv: string[]): Promise<number> {
-  if (argv[0] === "export") return runExport(argv.slice(1));
-  if (argv[0] === "drift") return runDrift(argv.slice(1));
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        stack: { type: "string" },
-        cwd: { type: "string", default: "." },
-        yes: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h" },
-        version: { type: "boolean" },
-      },
-    });
-  } catch (e) {
-    console.error(`pulumi-edge: ${errorMessage(e)}; run pulumi-edge --help`);
-    return 2;
-  }
-  const { values, positionals } = parsed;
+/** Runs `pulumi-edge migrate-to-packaged` with its arguments (after the command's name); its exit code. */
+export async function runMigrate(argv: string[]): Promise<number> {
+  const { values } = parseCommandLine({
+    args: argv,
+    allowPositionals: false,
+    options: {
+      stack: { type: "string" },
+      cwd: { type: "string", default: "." },
+      yes: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h" },
+    },
+  });
   if (values.help) {
-    console.log(USAGE);
+    console.log(MIGRATE_USAGE);
     return 0;
-  }
-  if (values.version) {
-    console.log(VERSION);
-    return 0;
-  }
-  if (positionals[0] !== "migrate-to-packaged" || positionals.length !== 1) {
-    console.error(USAGE);
-    return 2;
   }
   const cwd = resolve(values.cwd);
   const stack = values.stack;
@@ -171,11 +138,3 @@ async function main(argv: string[]): Promise<number> {
   console.log("done: `pulumi preview` should now show no changes");
   return 0;
 }
-
-main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    console.error(`pulumi-edge: ${e instanceof Error ? e.message : String(e)}`);
-    process.exit(1);
-  },
-);
