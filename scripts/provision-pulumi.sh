@@ -122,7 +122,29 @@ build_python_host() {
   install -m 0755 "$(language_host_tree)/python/cmd/pulumi-language-python-exec" "$bin/"
 }
 
-if installed_ok; then
+# One provisioning at a time per PULUMI_HOME and build tree (two terminals, two CI jobs on one
+# runner): the second waits, then finds the install complete. The builds stage module sources in
+# the shared build tree and write the binaries to a directory of their own first, moved into $bin
+# each by a rename, so a `pulumi` running meanwhile is never half written.
+mkdir -p "$pulumi_home/versions" "$build_root"
+exec 9>"$pulumi_home/versions/.provision-$version.lock"
+if ! flock -n 9; then
+  say "another provisioning of v$version runs; waiting for it"
+  flock 9
+fi
+final_bin=$bin
+staging=$(mktemp -d "$pulumi_home/versions/.bin-$version-XXXXXX")
+trap 'rm -rf "$staging"' EXIT
+bin=$staging
+cp -p "$final_bin"/* "$staging"/ 2>/dev/null || true
+publish() { # the binaries built into the staging directory, each renamed into $final_bin
+  mkdir -p "$final_bin"
+  for f in "$staging"/*; do [ -e "$f" ] && mv -f "$f" "$final_bin/"; done
+  bin=$final_bin
+}
+
+if bin=$final_bin installed_ok; then
+  bin=$final_bin
   say "Pulumi v$version already installed in $bin"
 else
   if [ -x "$bin/pulumi" ] && [ "$("$bin/pulumi" version 2>/dev/null)" = "v$version" ] && [ -x "$bin/pulumi-language-nodejs" ]; then
@@ -134,6 +156,7 @@ else
     build_from_source
   fi
   install_dynamic_provider_host
+  publish
   installed_ok || die "the install in $bin is incomplete; see the messages above."
   say "installed Pulumi v$version in $bin"
 fi

@@ -12,39 +12,108 @@ export const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
 /**
  * Compiles the package into dist when a source of sdk/, provider/ or index.ts is newer than its
  * output: the CLI runs from dist, and the engine loads the provider as `pulumi-edge/runtime`.
+ *
+ * Safe beside other runs and workers: one build at a time (a lock file other builds wait on),
+ * staleness judged again under the lock, and the output compiled into a directory of its own,
+ * then moved into dist file by file (each a rename: a process running from dist reads a file
+ * whole, old or new, never half written).
  */
 export function ensureBuilt(): void {
-  const stale = (): string[] => {
-    const out: string[] = [];
-    const check = (p: string) => {
-      const js = path.join(ROOT, "dist", path.relative(ROOT, p)).replace(/\.ts$/, ".js");
-      if (!fs.existsSync(js) || fs.statSync(js).mtimeMs < fs.statSync(p).mtimeMs) out.push(p);
-    };
-    const walk = (dir: string) => {
-      for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
-        const p = path.join(dir, entry.name);
-        if (entry.isDirectory()) walk(p);
-        else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) check(p);
+  if (staleSources().length === 0) return;
+  withBuildLock(() => {
+    if (staleSources().length === 0) return; // another build did it while this one waited
+    const out = fs.mkdtempSync(path.join(ROOT, ".test-work", `build-${process.pid}-`));
+    try {
+      try {
+        execFileSync(
+          process.execPath,
+          [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json", "--outDir", out],
+          { cwd: ROOT, stdio: "pipe", timeout: 240_000 },
+        );
+      } catch {
+        // tsc emits even when another part of the project has type errors; judged below.
       }
-    };
-    walk(path.join(ROOT, "sdk"));
-    walk(path.join(ROOT, "provider"));
-    check(path.join(ROOT, "index.ts"));
-    return out;
-  };
-  if (stale().length === 0) return;
-  try {
-    execFileSync(
-      process.execPath,
-      [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
-      { cwd: ROOT, stdio: "pipe", timeout: 240_000 },
-    );
-  } catch {
-    // tsc emits even when another part of the project has type errors; judged below.
-  }
-  const still = stale();
+      moveInto(out, path.join(ROOT, "dist"));
+    } finally {
+      fs.rmSync(out, { recursive: true, force: true });
+    }
+  });
+  const still = staleSources();
   if (still.length > 0) throw new Error(`could not build into dist (stale: ${still.join(", ")})`);
 }
+
+/** Sources of sdk/, provider/ and index.ts whose compiled file in dist is missing or older. */
+function staleSources(): string[] {
+  const out: string[] = [];
+  const check = (p: string) => {
+    const js = path.join(ROOT, "dist", path.relative(ROOT, p)).replace(/\.ts$/, ".js");
+    if (!fs.existsSync(js) || fs.statSync(js).mtimeMs < fs.statSync(p).mtimeMs) out.push(p);
+  };
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) check(p);
+    }
+  };
+  walk(path.join(ROOT, "sdk"));
+  walk(path.join(ROOT, "provider"));
+  check(path.join(ROOT, "index.ts"));
+  return out;
+}
+
+/** Every file of `from` renamed to its place under `to` (directories made as needed). */
+function moveInto(from: string, to: string): void {
+  for (const entry of fs.readdirSync(from, { withFileTypes: true })) {
+    const source = path.join(from, entry.name);
+    const target = path.join(to, entry.name);
+    if (entry.isDirectory()) {
+      fs.mkdirSync(target, { recursive: true });
+      moveInto(source, target);
+    } else {
+      // A bin (edge-service.js, cli.js) keeps the mode npm gave it (executable).
+      if (fs.existsSync(target)) fs.chmodSync(source, fs.statSync(target).mode);
+      fs.renameSync(source, target);
+    }
+  }
+}
+
+/**
+ * Runs `fn` holding the build lock (`.test-work/build.lock`, made with O_EXCL); waits for another
+ * holder, and takes over a lock whose process is gone.
+ */
+function withBuildLock(fn: () => void): void {
+  const lock = path.join(ROOT, ".test-work", "build.lock");
+  fs.mkdirSync(path.dirname(lock), { recursive: true });
+  const deadline = Date.now() + 600_000;
+  for (;;) {
+    try {
+      fs.writeFileSync(lock, String(process.pid), { flag: "wx" });
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+      const holder = Number(fs.readFileSync(lock, "utf8"));
+      if (!alive(holder)) fs.rmSync(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`the build lock ${lock} is held by process ${holder}`);
+      else Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 200);
+    }
+  }
+  try {
+    fn();
+  } finally {
+    fs.rmSync(lock, { force: true });
+  }
+}
+
+const alive = (pid: number): boolean => {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 export interface Cli {
   child: ChildProcess;

@@ -3,10 +3,12 @@
  * - Every process a test starts inherits `PULUMI_EDGE_TEST_RUN=<this run>` (tests/support/leftovers).
  * - The run gets a temp directory of its own (TMPDIR), so the `edge-*` directories it leaves are
  *   told apart from those of a developer's other runs in the same OS temp dir.
+ * - dist is brought up to date here, before any worker runs from it (see ensureBuilt).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
+import { ensureBuilt } from "./edge-service";
 import { MARKER_VARIABLE } from "./leftovers";
 
 export interface RunMarks {
@@ -16,6 +18,8 @@ export interface RunMarks {
 }
 
 export default function globalSetup(): void {
+  // Built once, before any worker runs from dist (workers then find nothing to build).
+  ensureBuilt();
   const marks: RunMarks = {
     marker: `${process.pid}-${Date.now().toString(36)}`,
     tmp: fs.mkdtempSync(path.join(os.tmpdir(), "pe-test-run-")),
