@@ -3,15 +3,11 @@
  * contract, failures raised as EdgeApiError. Bodies are sent exactly as given: header-map keys
  * are never case-converted.
  */
-import { createHash } from "node:crypto";
 import {
   type AuditEvent,
-  type AuditEventList,
-  type EdgeCreate,
   errorBodySchema,
   fillPath,
   type HttpsEdge,
-  type HttpsEdgeList,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_PRIOR_KEY_HEADER,
   type ModuleRequestInput,
@@ -27,17 +23,15 @@ import {
   REPLAYED_VALUES,
   type Replayed,
   type Route,
-  type RouteCreate,
-  type RouteList,
   type RouteModuleName,
-  type RouteUpdate,
   type SuccessOf,
   type TlsEdge,
-  type TlsEdgeList,
-  type TlsIpRestriction,
-  type TlsIpRestrictionMutate,
 } from "../contract";
 import type { SendOptions, Transport } from "../transport";
+import { type CreateOptions, idempotencyKeyFor } from "./create";
+import { EdgeOperations } from "./operations";
+
+export { type CreateOptions, idempotencyKeyFor } from "./create";
 
 /** An error answered by the service (or a response that breaks the contract). */
 export class EdgeApiError extends Error {
@@ -100,40 +94,6 @@ export type PageOptions = QueryOptionsOf<typeof OPS.https.list>;
  */
 export type AuditFilterOptions = QueryOptionsOf<typeof OPS.audit.list>;
 
-/** How a create is made exactly once (see the service's `Idempotency-Key`). */
-export interface CreateOptions {
-  /** The key, as is. */
-  idempotencyKey?: string;
-  /**
-   * Who asks for this object, stably (a Pulumi resource: its stack and URN): the key is derived
-   * from it and the request (method, path, body), so the same request from the same asker carries
-   * the same key in every run, and a create whose answer was lost is answered by the object it
-   * made, even by a later run.
-   */
-  identity?: string;
-  /**
-   * With `identity`: an identity an earlier create of this request may have used instead (sent as
-   * `Idempotency-Prior-Key`): the object it made is answered, and takes this create's key.
-   */
-  priorIdentity?: string;
-  /**
-   * With `identity`: the part of the body that names the object (a route's match), when the key
-   * should stay the same though the rest of the body changes; default the whole body. The
-   * service still compares whole requests: the same key with another body is a 400 naming
-   * `Idempotency-Key`, which tells the asker that its earlier create made that object.
-   */
-  keyedOn?: unknown;
-}
-
-/**
- * The `Idempotency-Key` of a request asked for by `identity`: the same for the same identity and
- * request, different for any other (a replacement with another body gets a new object).
- */
-export function idempotencyKeyFor(identity: string, method: string, path: string, body: string): string {
-  const digest = createHash("sha256").update([identity, method, path, body].join("\n")).digest("base64url");
-  return `pe1.${digest}`;
-}
-
 /** Every item of a paged list: the next page is the one before the last item seen. */
 async function* allPages<P extends { next_page_uri: string | null }, T extends { id: string }>(
   fetch: (beforeId: string | undefined) => Promise<P>,
@@ -158,11 +118,17 @@ const replayed = new WeakMap<object, Replayed>();
 export const replayedBy = (answer: object): Replayed | undefined => replayed.get(answer);
 export const wasReplayed = (answer: object): boolean => replayed.has(answer);
 
-export class EdgeClient {
+/**
+ * The client: every operation of the table as a method (./operations, generated from it), and
+ * what spans several calls (every page of a list; a route module by name).
+ */
+export class EdgeClient extends EdgeOperations {
   constructor(
     readonly transport: Transport,
     private readonly options: SendOptions = {},
-  ) {}
+  ) {
+    super();
+  }
 
   private written?: string;
   /**
@@ -179,15 +145,6 @@ export class EdgeClient {
   }
 
   // ---------------------------------------------------------------- HTTPS edges
-  createHttpsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<HttpsEdge> {
-    return this.request(OPS.https.create, {}, { body, create });
-  }
-  getHttpsEdge(id: string): Promise<HttpsEdge> {
-    return this.request(OPS.https.get, { id });
-  }
-  listHttpsEdges(page?: PageOptions): Promise<HttpsEdgeList> {
-    return this.request(OPS.https.list, {}, { query: page });
-  }
   /** Every HTTPS edge (each with all its routes), following next_page_uri. */
   allHttpsEdges(): AsyncGenerator<HttpsEdge> {
     return allPages(
@@ -195,20 +152,8 @@ export class EdgeClient {
       (page) => page.https_edges,
     );
   }
-  deleteHttpsEdge(id: string): Promise<void> {
-    return this.request(OPS.https.delete, { id });
-  }
 
   // ---------------------------------------------------------------- TLS edges
-  createTlsEdge(body: EdgeCreate = {}, create?: CreateOptions): Promise<TlsEdge> {
-    return this.request(OPS.tls.create, {}, { body, create });
-  }
-  getTlsEdge(id: string): Promise<TlsEdge> {
-    return this.request(OPS.tls.get, { id });
-  }
-  listTlsEdges(page?: PageOptions): Promise<TlsEdgeList> {
-    return this.request(OPS.tls.list, {}, { query: page });
-  }
   /** Every TLS edge (each with its IP restriction), following next_page_uri. */
   allTlsEdges(): AsyncGenerator<TlsEdge> {
     return allPages(
@@ -216,34 +161,14 @@ export class EdgeClient {
       (page) => page.tls_edges,
     );
   }
-  deleteTlsEdge(id: string): Promise<void> {
-    return this.request(OPS.tls.delete, { id });
-  }
 
   // ---------------------------------------------------------------- routes
-  createRoute(edgeId: string, body: RouteCreate, create?: CreateOptions): Promise<Route> {
-    return this.request(OPS.routes.create, { edge_id: edgeId }, { body, create });
-  }
-  getRoute(edgeId: string, id: string): Promise<Route> {
-    return this.request(OPS.routes.get, { edge_id: edgeId, id });
-  }
-  /** A page of an edge's routes; takes whatever the table's query schema of the operation does. */
-  listRoutes(edgeId: string, query?: QueryOptionsOf<typeof OPS.routes.list>): Promise<RouteList> {
-    return this.request(OPS.routes.list, { edge_id: edgeId }, { query });
-  }
   /** Every route of an edge, following next_page_uri. */
   allRoutes(edgeId: string): AsyncGenerator<Route> {
     return allPages(
       (beforeId) => this.listRoutes(edgeId, { beforeId }),
       (page) => page.routes,
     );
-  }
-  /** PATCH: a present module replaces that module whole; absent modules are untouched. */
-  updateRoute(edgeId: string, id: string, body: RouteUpdate): Promise<Route> {
-    return this.request(OPS.routes.update, { edge_id: edgeId, id }, { body });
-  }
-  deleteRoute(edgeId: string, id: string): Promise<void> {
-    return this.request(OPS.routes.delete, { edge_id: edgeId, id });
   }
 
   // ---------------------------------------------------------------- route modules
@@ -270,29 +195,8 @@ export class EdgeClient {
   }
 
   // ---------------------------------------------------------------- TLS IP restriction
-  /**
-   * Replaces the module; with `create`, creates it instead: only where none is configured (else a
-   * 409), exactly once per key.
-   */
-  putTlsIpRestriction(
-    edgeId: string,
-    body: TlsIpRestrictionMutate,
-    create?: CreateOptions,
-  ): Promise<TlsIpRestriction> {
-    return this.request(OPS.tlsIpRestriction.put, { id: edgeId }, { body, create });
-  }
-  getTlsIpRestriction(edgeId: string): Promise<TlsIpRestriction> {
-    return this.request(OPS.tlsIpRestriction.get, { id: edgeId });
-  }
-  deleteTlsIpRestriction(edgeId: string): Promise<void> {
-    return this.request(OPS.tlsIpRestriction.delete, { id: edgeId });
-  }
 
   // ---------------------------------------------------------------- audit trail
-  /** A page of the audit trail, newest first (a service older than the trail answers 404). */
-  listAuditEvents(filter: AuditFilterOptions = {}): Promise<AuditEventList> {
-    return this.request(OPS.audit.list, {}, { query: filter });
-  }
   /** Every event that matches `filter`, newest first, following next_page_uri. */
   allAuditEvents(filter: Omit<AuditFilterOptions, "beforeId"> = {}): AsyncGenerator<AuditEvent> {
     return allPages(

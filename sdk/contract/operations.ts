@@ -133,6 +133,9 @@ export type SuccessOf<O extends Operation> = O["success"] extends { schema: infe
   ? z.output<S>
   : void;
 
+/** What a call of `O` sends as its body (the input side of its schema), or never. */
+export type BodyOf<O extends Operation> = O["body"] extends NamedSchema<infer S> ? z.input<S> : never;
+
 /** The path parameters of a template: `"/a/{x}/b/{y}"` → `"x" | "y"`. */
 export type PathParams<P extends string> = P extends `${string}{${infer Name}}${infer Rest}`
   ? Name | PathParams<Rest>

@@ -20,10 +20,8 @@ import {
   type Operation,
   OPERATIONS,
   type PageQuery,
-  type PathParams,
   type Problem,
   type QueryOf,
-  ROUTE_MODULE_NAMES,
 } from "../contract";
 import { startAuditPruner } from "./audit";
 import {
@@ -49,7 +47,7 @@ import { requestLog } from "./middleware/request-log";
 import { Readiness } from "./readiness";
 import { ResponseCache } from "./response-cache";
 import { writeFault, writeFaultError } from "./write-faults";
-import { EdgeService, type RequestContext } from "./service";
+import { type Call, EdgeService, operationHandlers, type RequestContext } from "./service";
 import type { Store } from "./store";
 
 export interface EdgeAppOptions {
@@ -121,18 +119,6 @@ function query<S extends z.ZodObject>(c: EdgeContext, schema: S): z.output<S> {
   }
   if (!result.success || problems.length > 0) throw ApiError.invalid(problems);
   return result.data;
-}
-
-/** What a handler gets: the path's identifiers (checked), the body, the page asked for, the context. */
-interface Call<O extends Operation> {
-  params: Record<PathParams<O["path"]>, string>;
-  /** The JSON body as sent (the service parses it against the contract). */
-  body: unknown;
-  /** `?limit=` and `?before_id=`, for the list operations. */
-  page: PageQuery;
-  /** The whole query, as the operation's schema parsed it (the audit trail's filters). */
-  query: QueryOf<O>;
-  ctx: RequestContext;
 }
 
 /** `/edges/https/{edge_id}/routes` → Hono's `/edges/https/:edge_id/routes`. */
@@ -363,34 +349,11 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     }
   };
 
-  const { https, tls, routes, modules, tlsIpRestriction, meta } = OPERATIONS;
-  for (const [kind, ops] of [
-    ["https", https],
-    ["tls", tls],
-  ] as const) {
-    serve(ops.create, ({ body, ctx }) => service.createEdge(kind, body, ctx));
-    serve(ops.list, ({ page, ctx }) => service.listEdges(kind, page, ctx));
-    serve(ops.get, ({ params, ctx }) => service.getEdge(kind, params.id, ctx));
-    serve(ops.delete, ({ params, ctx }) => service.deleteEdge(kind, params.id, ctx));
-  }
-  serve(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx));
-  serve(routes.list, ({ params, query, ctx }) => service.listRoutes(params.edge_id, query, ctx));
-  serve(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx));
-  serve(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx));
-  serve(routes.delete, ({ params, ctx }) => service.deleteRoute(params.edge_id, params.id, ctx));
-  for (const m of ROUTE_MODULE_NAMES) {
-    const ops = modules[m];
-    serve(ops.put, ({ params, body, ctx }) => service.putModule(params.edge_id, params.id, m, body, ctx));
-    serve(ops.get, ({ params, ctx }) => service.getModule(params.edge_id, params.id, m, ctx));
-    serve(ops.delete, ({ params, ctx }) => service.deleteModule(params.edge_id, params.id, m, ctx));
-  }
-  serve(tlsIpRestriction.put, ({ params, body, ctx }) => service.putTlsIpRestriction(params.id, body, ctx));
-  serve(tlsIpRestriction.get, ({ params, ctx }) => service.getTlsIpRestriction(params.id, ctx));
-  serve(tlsIpRestriction.delete, ({ params, ctx }) => service.deleteTlsIpRestriction(params.id, ctx));
-  serve(OPERATIONS.audit.list, ({ query, ctx }) => service.listAuditEvents(query, ctx));
+  // Every operation of the table, as the service says it answers it (its handlers), in one loop.
+  for (const h of operationHandlers(service)) serve(h.op, (call) => h.answer(call));
   // The API describes itself (gaps.md), generated from the same table; rendered once.
   let openApi: unknown;
-  serve(meta.openapi, () => (openApi ??= buildOpenApi()));
+  serve(OPERATIONS.meta.openapi, () => (openApi ??= buildOpenApi()));
 
   /** Serves `op` with an answer made for each request, never a cached one: probes and metrics. */
   const serveLive = (op: Operation, answer: (c: EdgeContext) => Response | Promise<Response>) => {
@@ -405,8 +368,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   const OK = JSON.stringify({ status: "ok" });
   // Alive while the process answers: the database is not asked, so an outage of it never gets
   // every replica restarted by its orchestrator.
-  serveLive(meta.health, (c) => respond(c, 200, OK));
-  serveLive(meta.ready, async (c) => {
+  serveLive(OPERATIONS.meta.health, (c) => respond(c, 200, OK));
+  serveLive(OPERATIONS.meta.ready, async (c) => {
     if ((await readiness.whyNot()) !== undefined) {
       throw new ApiError(
         "unavailable",
@@ -416,7 +379,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     }
     return respond(c, 200, OK);
   });
-  serveLive(meta.metrics, async (c) => {
+  serveLive(OPERATIONS.meta.metrics, async (c) => {
     if (!metrics) {
       throw new ApiError(
         "notFound",

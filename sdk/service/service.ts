@@ -22,8 +22,10 @@ import {
   PAGE_LIMIT_DEFAULT,
   type ModuleBodySchema,
   moduleBodyForm,
+  type Operation,
   OPERATIONS,
   type PageQuery,
+  type PathParams,
   type QueryOf,
   type PathIds,
   type Replayed,
@@ -634,6 +636,69 @@ export class EdgeService {
     const certs = row.modules.saml === undefined ? undefined : await tx.getSamlCertificates([row.id]);
     return renderRoute(row, certs?.get(row.id) ?? "", ctx);
   }
+}
+
+/** What an operation's handler gets: the path's identifiers (checked), the body, the page, the context. */
+export interface Call<O extends Operation> {
+  params: Record<PathParams<O["path"]>, string>;
+  /** The JSON body as sent (the service parses it against the contract). */
+  body: unknown;
+  /** `?limit=` and `?before_id=`, for the list operations. */
+  page: PageQuery;
+  /** The whole query, as the operation's schema parsed it (the audit trail's filters). */
+  query: QueryOf<O>;
+  ctx: RequestContext;
+}
+
+/** An operation of the table and what answers it (the app serves each over HTTP). */
+export interface OperationHandler {
+  op: Operation;
+  answer(call: Call<Operation>): unknown;
+}
+
+/** `op` answered by `answer`, typed by the operation (its path parameters, its query). */
+function on<O extends Operation>(op: O, answer: (call: Call<O>) => unknown): OperationHandler {
+  // `answer` is a method of OperationHandler, so checked bivariantly: the app builds each call from
+  // `op` itself, which makes it a Call<O>.
+  return { op, answer };
+}
+
+/**
+ * Each operation of the contract's table (but the service's own: its description, probes and
+ * metrics) and the method of `service` that answers it. An operation added to the table is served
+ * once its line is here; the app refuses to start while one is missing.
+ */
+export function operationHandlers(service: EdgeService): OperationHandler[] {
+  const { https, tls, routes, modules, tlsIpRestriction, audit } = OPERATIONS;
+  const edges = (
+    [
+      ["https", https],
+      ["tls", tls],
+    ] as const
+  ).flatMap(([kind, ops]) => [
+    on(ops.create, ({ body, ctx }) => service.createEdge(kind, body, ctx)),
+    on(ops.list, ({ page, ctx }) => service.listEdges(kind, page, ctx)),
+    on(ops.get, ({ params, ctx }) => service.getEdge(kind, params.id, ctx)),
+    on(ops.delete, ({ params, ctx }) => service.deleteEdge(kind, params.id, ctx)),
+  ]);
+  const routeModules = ROUTE_MODULE_NAMES.flatMap((m) => [
+    on(modules[m].put, ({ params, body, ctx }) => service.putModule(params.edge_id, params.id, m, body, ctx)),
+    on(modules[m].get, ({ params, ctx }) => service.getModule(params.edge_id, params.id, m, ctx)),
+    on(modules[m].delete, ({ params, ctx }) => service.deleteModule(params.edge_id, params.id, m, ctx)),
+  ]);
+  return [
+    ...edges,
+    on(routes.create, ({ params, body, ctx }) => service.createRoute(params.edge_id, body, ctx)),
+    on(routes.list, ({ params, query, ctx }) => service.listRoutes(params.edge_id, query, ctx)),
+    on(routes.get, ({ params, ctx }) => service.getRoute(params.edge_id, params.id, ctx)),
+    on(routes.update, ({ params, body, ctx }) => service.updateRoute(params.edge_id, params.id, body, ctx)),
+    on(routes.delete, ({ params, ctx }) => service.deleteRoute(params.edge_id, params.id, ctx)),
+    ...routeModules,
+    on(tlsIpRestriction.put, ({ params, body, ctx }) => service.putTlsIpRestriction(params.id, body, ctx)),
+    on(tlsIpRestriction.get, ({ params, ctx }) => service.getTlsIpRestriction(params.id, ctx)),
+    on(tlsIpRestriction.delete, ({ params, ctx }) => service.deleteTlsIpRestriction(params.id, ctx)),
+    on(audit.list, ({ query, ctx }) => service.listAuditEvents(query, ctx)),
+  ];
 }
 
 // ---------------------------------------------------------------- rendering and rules

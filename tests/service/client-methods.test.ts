@@ -1,0 +1,26 @@
+/**
+ * The client's methods (sdk/client/operations.ts) are generated from the contract's operation
+ * table: the committed file must be what today's table gives, and every operation a client may
+ * call must be a method of EdgeClient.
+ */
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
+import { ALL_OPERATIONS, camel } from "../../sdk/contract";
+import { EdgeClient } from "../../sdk/client";
+
+const ROOT = join(__dirname, "../..");
+
+test("the committed client methods are what the operation table gives (else: npm run generate)", () => {
+  // Run as `npm run generate` does, from the contract built from today's source (jest's global
+  // setup builds dist); prettier, which formats the file, cannot be loaded inside jest's VM.
+  expect(() =>
+    execFileSync(process.execPath, [join(ROOT, "scripts/client-methods.js"), "--check"], { stdio: "pipe" }),
+  ).not.toThrow();
+});
+
+test("every operation but the service's own (Meta) is a method of the client, named by its id", () => {
+  const callable = ALL_OPERATIONS.filter((op) => op.tag !== "Meta");
+  expect(callable.length).toBeGreaterThan(20);
+  const methods = EdgeClient.prototype as unknown as Record<string, unknown>;
+  for (const op of callable) expect(typeof methods[camel(op.id)]).toBe("function");
+});
