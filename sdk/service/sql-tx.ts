@@ -5,7 +5,7 @@
  */
 import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
-import { encodeJson, encodeModules, encodeSamlPrivateKey, type Raw } from "./rows";
+import { encodeJson, encodeModules, encodeSamlPrivateKey, mayHoldSecrets, type Raw } from "./rows";
 import type { Secrets } from "./secrets";
 import { auditInsertValues, auditList, SQL } from "./statements";
 import type {
@@ -19,6 +19,7 @@ import type {
   SqlValue,
   Statement,
   StoredIpPolicy,
+  StoredModules,
   StoreTx,
 } from "./store";
 
@@ -37,8 +38,11 @@ export abstract class SqlTx implements StoreTx {
   }
   /** The ring that opens what the store holds. */
   protected abstract ring(): Secrets;
-  /** The ring sealing under the store's current key (`where` names the value, for its error). */
-  protected abstract sealer(where: string): Secrets;
+  /**
+   * The ring sealing under the store's current key (`where` names the value, for its error): the
+   * key is read in the transaction, once, and only by a write that seals something.
+   */
+  protected abstract sealer(where: string): Secrets | Promise<Secrets>;
   /** Whether a read of a row to change locks it (PostgreSQL's write transactions). */
   protected abstract locking(): boolean;
 
@@ -125,7 +129,7 @@ export abstract class SqlTx implements StoreTx {
       r.description,
       r.metadata,
       r.created_at,
-      encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
+      await this.modulesColumn(r.modules, r.id),
       made?.key ?? null,
       made?.request ?? null,
     ]);
@@ -148,9 +152,21 @@ export abstract class SqlTx implements StoreTx {
       c.match,
       c.description,
       c.metadata,
-      encodeModules(c.modules, this.sealer(`route ${id}`), id),
+      await this.modulesColumn(c.modules, id),
       id,
     ]);
+  }
+
+  /**
+   * A route's modules column. The store's sealing key is read only when a module that has secret
+   * fields is there: a write with nothing to seal writes the same column under any key, and does
+   * not pay for the read (a statement per write on PostgreSQL).
+   */
+  private async modulesColumn(modules: StoredModules, routeId: string): Promise<string> {
+    const where = `route ${routeId}`;
+    return mayHoldSecrets(modules)
+      ? encodeModules(modules, await this.sealer(where), routeId)
+      : JSON.stringify(modules);
   }
 
   async deleteRoute(edgeId: string, id: string): Promise<boolean> {
@@ -168,7 +184,7 @@ export abstract class SqlTx implements StoreTx {
     await this.changes(SQL.samlPut, [
       routeId,
       certificatePem,
-      encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`)),
+      encodeSamlPrivateKey(privateKeyPem, await this.sealer(`route ${routeId}`)),
     ]);
   }
 
