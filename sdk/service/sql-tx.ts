@@ -7,7 +7,7 @@ import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
 import { encodeJson, encodeModules, encodeSamlPrivateKey, mayHoldSecrets, type Raw } from "./rows";
 import type { Secrets } from "./secrets";
-import { auditInsertValues, auditList, SQL } from "./statements";
+import { auditInsertValues, auditList, SQL, withAuditEvent } from "./statements";
 import type {
   AuditFilter,
   CreatedObject,
@@ -45,6 +45,8 @@ export abstract class SqlTx implements StoreTx {
   protected abstract sealer(where: string): Secrets | Promise<Secrets>;
   /** Whether a read of a row to change locks it (PostgreSQL's write transactions). */
   protected abstract locking(): boolean;
+  /** Whether a write and its audit event go as one statement (see withAuditEvent). */
+  protected abstract eventsInWrites(): boolean;
 
   abstract lockCreateKey(key: string): Promise<void>;
 
@@ -119,9 +121,12 @@ export abstract class SqlTx implements StoreTx {
 
   // ------------------------------------------------------------------ routes
 
-  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
-  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
-    const [seq] = await this.query(SQL.routeInsert, [
+  /**
+   * Inserts a route, and `event`, the change's audit event, with it; returns its seq (one more
+   * than any stored: the newest sorts first).
+   */
+  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark, event?: AuditRecord): Promise<number> {
+    const [seq] = await this.withEvent(SQL.routeInsert, event, [
       r.id,
       r.edge_id,
       r.match_type,
@@ -145,16 +150,35 @@ export abstract class SqlTx implements StoreTx {
     return this.query(SQL.routeList, [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit]);
   }
 
-  /** Writes a route's fields and its whole set of modules (one row). */
-  async updateRoute(id: string, c: RouteChanges): Promise<void> {
-    await this.changes(SQL.routeUpdate, [
+  /** Writes a route's fields and its whole set of modules (one row), and `event` with them. */
+  async updateRoute(id: string, c: RouteChanges, event?: AuditRecord): Promise<void> {
+    const args = [
       c.match_type,
       c.match,
       c.description,
       c.metadata,
       await this.modulesColumn(c.modules, id),
       id,
-    ]);
+    ];
+    if (event !== undefined && this.eventsInWrites()) {
+      await this.rows(withAuditEvent(SQL.routeUpdate), [...args, ...auditInsertValues(event)]);
+      return;
+    }
+    await this.changes(SQL.routeUpdate, args);
+    if (event !== undefined) await this.insertAuditEvent(event);
+  }
+
+  /** The rows of `st`, a write of one row, with `event` written too (see withAuditEvent). */
+  private async withEvent<Row>(
+    st: Statement<Row>,
+    event: AuditRecord | undefined,
+    args: SqlValue[],
+  ): Promise<Row[]> {
+    if (event === undefined) return this.query(st, args);
+    if (this.eventsInWrites()) return this.query(withAuditEvent(st), [...args, ...auditInsertValues(event)]);
+    const rows = await this.query(st, args);
+    await this.insertAuditEvent(event);
+    return rows;
   }
 
   /**

@@ -307,6 +307,11 @@ export class PgTx extends SqlTx implements StoreTx {
     return this.writing;
   }
 
+  /** A change and its audit event in one statement: one round trip less per change. */
+  protected eventsInWrites(): boolean {
+    return true;
+  }
+
   async lockCreateKey(key: string): Promise<void> {
     await this.q("create_key_lock", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [
       LOCK_CLASS_CREATE_KEY,
@@ -801,7 +806,8 @@ export class PostgresStore implements Store {
    * snapshot, read after it; once every transaction running at that snapshot has ended (the
    * current snapshot's xmin has reached its xmax), every seq up to the one read is committed or
    * never will be. That holds because a transaction has its xid before it takes its event's seq:
-   * an event is written after its change (see EdgeService.change), and a write takes the xid.
+   * an event is written after its change, and a write takes the xid (in one statement with the
+   * change, the event reads the row written: see withAuditEvent).
    * A round waits for its bound to settle (about one round), so the tail a lookup scans is about
    * two rounds of writes. Replicas may index at once: the inserts skip a seq already there.
    */
