@@ -100,17 +100,35 @@ export type AuditQuery = z.output<typeof auditQuerySchema>;
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+type Leaves = Map<string, { path: string[]; value: unknown }>;
+
 /**
  * The leaves of a value by dotted path: objects are walked, anything else (arrays, scalars,
  * null) is a leaf. An empty object is a leaf too, so a module configured with no fields shows.
+ *
+ * `other` is the other image's value at the same path: where both hold the very same value (the
+ * same object: a PATCH keeps every module it does not name), their leaves are the same on both
+ * sides and can be no change, so that subtree is not walked at all (a PATCH of one module of a
+ * route walks that module, not the route).
  */
-function leaves(value: unknown, at: string[], out: Map<string, { path: string[]; value: unknown }>): void {
-  if (isObject(value) && Object.keys(value).length > 0) {
-    for (const [k, v] of Object.entries(value)) leaves(v, [...at, k], out);
-  } else if (value !== undefined && at.length > 0) out.set(at.join("."), { path: at, value });
+function leaves(value: unknown, other: unknown, dotted: string, at: string[], out: Leaves): void {
+  if (isObject(value)) {
+    const keys = Object.keys(value);
+    if (keys.length > 0) {
+      const beside = isObject(other) ? other : undefined;
+      for (const k of keys) {
+        const v = value[k];
+        const o = beside !== undefined && Object.hasOwn(beside, k) ? beside[k] : undefined;
+        if (v === o) continue; // the same on both sides (or absent from both)
+        leaves(v, o, dotted === "" ? k : `${dotted}.${k}`, [...at, k], out);
+      }
+      return;
+    }
+  }
+  if (value !== undefined && at.length > 0) out.set(dotted, { path: at, value });
 }
 
-const same = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+const same = (a: unknown, b: unknown): boolean => a === b || JSON.stringify(a) === JSON.stringify(b);
 
 /** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
 const under = (path: readonly string[], secret: readonly string[]): boolean =>
@@ -140,10 +158,10 @@ export function diffChanges(
   after: Record<string, unknown> | undefined,
   secrets: readonly (readonly string[])[] = [],
 ): Record<string, AuditChange> {
-  const was = new Map<string, { path: string[]; value: unknown }>();
-  const is = new Map<string, { path: string[]; value: unknown }>();
-  leaves(before, [], was);
-  leaves(after, [], is);
+  const was: Leaves = new Map();
+  const is: Leaves = new Map();
+  leaves(before, after, "", [], was);
+  leaves(after, before, "", [], is);
   const changes: Record<string, AuditChange> = {};
   for (const key of new Set([...was.keys(), ...is.keys()])) {
     const b = was.get(key);

@@ -173,6 +173,10 @@ function openModules(stored: string, secrets: Secrets, routeId: string): StoredM
   return out;
 }
 
+/** Whether a route's modules may hold a secret: one of them is a module that has secret fields. */
+export const mayHoldSecrets = (modules: StoredModules): boolean =>
+  ROUTE_SECRET_PATHS.some(([module]) => modules[module] !== undefined);
+
 /** A route's modules as the column stores them: JSON, its secret fields sealed. */
 export function encodeModules(modules: StoredModules, secrets: Secrets, routeId: string): string {
   if (secrets.key === undefined) return JSON.stringify(modules);

@@ -47,7 +47,7 @@ import {
   redactedSecretProblems,
   redactSecrets,
 } from "../contract";
-import { type AuditActor, auditRecord, diffChanges } from "./audit";
+import { type AuditActor, type AuditRecord, auditRecord, diffChanges } from "./audit";
 import { ApiError } from "./errors";
 import { newId } from "./ids";
 import {
@@ -92,12 +92,22 @@ export interface RequestContext {
   redactSecrets?: boolean;
 }
 
-/** Writes the audit event of the change being made: its operation, its object, the changed fields. */
-type Audit = (
-  operation: string,
-  object: { kind: AuditObjectKind; id: string; edgeId?: string },
-  changes: Record<string, AuditChange>,
-) => Promise<void>;
+type AuditedObject = { kind: AuditObjectKind; id: string; edgeId?: string };
+
+/** The audit event of the change being made: its operation, its object, the changed fields. */
+interface Audit {
+  /** Writes it now, in the change's transaction. */
+  write(operation: string, object: AuditedObject, changes: Record<string, AuditChange>): Promise<void>;
+  /**
+   * The event, for the write that stores it with the change (StoreTx.insertRoute, updateRoute:
+   * one statement on PostgreSQL); undefined when nothing changed.
+   */
+  event(
+    operation: string,
+    object: AuditedObject,
+    changes: Record<string, AuditChange>,
+  ): AuditRecord | undefined;
+}
 
 /** What an audit event compares of an edge (its fields, wire names). */
 const edgeImage = (e: Pick<EdgeRow, "description" | "metadata" | "hostports">) => ({
@@ -113,7 +123,8 @@ const routeImage = (r: Pick<RouteRow, "match_type" | "match" | "description" | "
   metadata: r.metadata,
   ...r.modules,
 });
-const routeChanges = (before?: RouteRow, after?: RouteRow) =>
+type RouteImaged = Parameters<typeof routeImage>[0];
+const routeChanges = (before?: RouteImaged, after?: RouteImaged) =>
   diffChanges(before && routeImage(before), after && routeImage(after), ROUTE_SECRET_PATHS);
 const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge", tls: "tls_edge" };
 
@@ -181,12 +192,19 @@ export class EdgeService {
     let written = 0;
     const result = await this.store.write((tx) => {
       written = 0; // a transaction retried whole (PostgreSQL's deadlock) writes its events again
-      return fn(tx, async (operation, object, changes) => {
+      const event: Audit["event"] = (operation, object, changes) => {
         // A request that changed nothing (`PATCH {}`, a module PUT of what is there) is no event:
         // an author is never buried under empty ones.
-        if (Object.keys(changes).length === 0) return;
-        await tx.insertAuditEvent(auditRecord(operation, object, ctx?.actor, changes));
-        written++;
+        if (Object.keys(changes).length === 0) return undefined;
+        written++; // reported once the transaction commits
+        return auditRecord(operation, object, ctx?.actor, changes);
+      };
+      return fn(tx, {
+        event,
+        write: async (operation, object, changes) => {
+          const record = event(operation, object, changes);
+          if (record !== undefined) await tx.insertAuditEvent(record);
+        },
       });
     });
     if (written > 0) this.onAudit?.(written);
@@ -240,7 +258,7 @@ export class EdgeService {
       this.once(tx, ctx, "edges", `POST /edges/${kind} ${JSON.stringify(body)}`, {
         create: async (made) => {
           await tx.insertEdge(row, made);
-          await audit(
+          await audit.write(
             OPERATIONS[kind].create.id,
             { kind: EDGE_AUDIT_KIND[kind], id: row.id },
             diffChanges(undefined, edgeImage(row)),
@@ -282,7 +300,7 @@ export class EdgeService {
     await this.change(ctx, async (tx, audit) => {
       const edge = await this.requireEdge(tx, kind, id);
       if (!(await tx.deleteEdge(kind, id))) throw ApiError.notFound(`${EDGE_LABEL[kind]} ${id}`);
-      await audit(
+      await audit.write(
         OPERATIONS[kind].delete.id,
         { kind: EDGE_AUDIT_KIND[kind], id },
         diffChanges(edgeImage(edge), undefined),
@@ -299,13 +317,15 @@ export class EdgeService {
       this.once(tx, ctx, "routes", `POST /edges/https/${edgeId}/routes ${JSON.stringify(body)}`, {
         create: async (made) => {
           await this.requireEdge(tx, "https", edgeId);
-          const seq = await uniqueMatch(row, () => edgeStillThere(edgeId, () => tx.insertRoute(row, made)));
-          await this.ensureSamlKey(tx, row.id, row.modules);
-          await audit(
+          const event = audit.event(
             OPERATIONS.routes.create.id,
             { kind: "route", id: row.id, edgeId },
-            routeChanges(undefined, { seq, ...row }),
+            routeChanges(undefined, row),
           );
+          const seq = await uniqueMatch(row, () =>
+            edgeStillThere(edgeId, () => tx.insertRoute(row, made, event)),
+          );
+          await this.ensureSamlKey(tx, row.id, row.modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
           return await this.renderOne(tx, { seq, ...row }, ctx);
         },
@@ -373,9 +393,13 @@ export class EdgeService {
         modules: { ...row.modules, ...modules },
       };
       assertOneAuthModule(next.modules, modules);
-      await uniqueMatch(next, () => tx.updateRoute(id, next));
+      const event = audit.event(
+        OPERATIONS.routes.update.id,
+        { kind: "route", id, edgeId },
+        routeChanges(row, next),
+      );
+      await uniqueMatch(next, () => tx.updateRoute(id, next, event));
       await this.ensureSamlKey(tx, id, modules);
-      await audit(OPERATIONS.routes.update.id, { kind: "route", id, edgeId }, routeChanges(row, next));
       return await this.renderOne(tx, next, ctx);
     });
   }
@@ -384,7 +408,11 @@ export class EdgeService {
     await this.change(ctx, async (tx, audit) => {
       const row = await this.requireRoute(tx, edgeId, id);
       await tx.deleteRoute(edgeId, id);
-      await audit(OPERATIONS.routes.delete.id, { kind: "route", id, edgeId }, routeChanges(row, undefined));
+      await audit.write(
+        OPERATIONS.routes.delete.id,
+        { kind: "route", id, edgeId },
+        routeChanges(row, undefined),
+      );
     });
   }
 
@@ -399,9 +427,13 @@ export class EdgeService {
       const row = await this.requireRoute(tx, edgeId, id);
       const next: RouteRow = { ...row, modules: { ...row.modules, [module]: config } };
       assertOneAuthModule(next.modules, { [module]: config });
-      await tx.updateRoute(id, next); // only modules change: no unique key is touched
+      const event = audit.event(
+        OPERATIONS.modules[module].put.id,
+        { kind: "route", id, edgeId },
+        routeChanges(row, next),
+      );
+      await tx.updateRoute(id, next, event); // only modules change: no unique key is touched
       await this.ensureSamlKey(tx, id, { [module]: config });
-      await audit(OPERATIONS.modules[module].put.id, { kind: "route", id, edgeId }, routeChanges(row, next));
       return (await this.renderOne(tx, next, ctx))[module];
     });
   }
@@ -425,11 +457,14 @@ export class EdgeService {
       }
       const { [module]: _deleted, ...rest } = row.modules;
       const next: RouteRow = { ...row, modules: rest };
-      await tx.updateRoute(id, next);
-      await audit(
-        OPERATIONS.modules[module].delete.id,
-        { kind: "route", id, edgeId },
-        routeChanges(row, next),
+      await tx.updateRoute(
+        id,
+        next,
+        audit.event(
+          OPERATIONS.modules[module].delete.id,
+          { kind: "route", id, edgeId },
+          routeChanges(row, next),
+        ),
       );
     });
   }
@@ -446,7 +481,7 @@ export class EdgeService {
     const put = async (tx: StoreTx, audit: Audit, made?: CreateMark) => {
       const before = (await tx.getTlsRestrictions([edgeId])).get(edgeId);
       await edgeStillThere(edgeId, () => tx.putTlsRestriction(edgeId, config, made), "TLS edge");
-      await audit(
+      await audit.write(
         OPERATIONS.tlsIpRestriction.put.id,
         { kind: "tls_ip_restriction", id: edgeId },
         diffChanges(before, config),
@@ -498,7 +533,7 @@ export class EdgeService {
       if (before === undefined || !(await tx.deleteTlsRestriction(edgeId))) {
         throw ApiError.notFound(`IP restriction of TLS edge ${edgeId} (it is not configured)`);
       }
-      await audit(
+      await audit.write(
         OPERATIONS.tlsIpRestriction.delete.id,
         { kind: "tls_ip_restriction", id: edgeId },
         diffChanges(before, undefined),

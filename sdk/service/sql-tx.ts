@@ -5,9 +5,9 @@
  */
 import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
-import { encodeJson, encodeModules, encodeSamlPrivateKey, type Raw } from "./rows";
+import { encodeJson, encodeModules, encodeSamlPrivateKey, mayHoldSecrets, type Raw } from "./rows";
 import type { Secrets } from "./secrets";
-import { auditInsertValues, auditList, SQL } from "./statements";
+import { auditInsertValues, auditList, SQL, withAuditEvent } from "./statements";
 import type {
   AuditFilter,
   CreatedObject,
@@ -19,6 +19,7 @@ import type {
   SqlValue,
   Statement,
   StoredIpPolicy,
+  StoredModules,
   StoreTx,
 } from "./store";
 
@@ -37,10 +38,15 @@ export abstract class SqlTx implements StoreTx {
   }
   /** The ring that opens what the store holds. */
   protected abstract ring(): Secrets;
-  /** The ring sealing under the store's current key (`where` names the value, for its error). */
-  protected abstract sealer(where: string): Secrets;
+  /**
+   * The ring sealing under the store's current key (`where` names the value, for its error): the
+   * key is read in the transaction, once, and only by a write that seals something.
+   */
+  protected abstract sealer(where: string): Secrets | Promise<Secrets>;
   /** Whether a read of a row to change locks it (PostgreSQL's write transactions). */
   protected abstract locking(): boolean;
+  /** Whether a write and its audit event go as one statement (see withAuditEvent). */
+  protected abstract eventsInWrites(): boolean;
 
   abstract lockCreateKey(key: string): Promise<void>;
 
@@ -115,9 +121,12 @@ export abstract class SqlTx implements StoreTx {
 
   // ------------------------------------------------------------------ routes
 
-  /** Inserts a route; returns its seq (one more than any stored: the newest sorts first). */
-  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number> {
-    const [seq] = await this.query(SQL.routeInsert, [
+  /**
+   * Inserts a route, and `event`, the change's audit event, with it; returns its seq (one more
+   * than any stored: the newest sorts first).
+   */
+  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark, event?: AuditRecord): Promise<number> {
+    const [seq] = await this.withEvent(SQL.routeInsert, event, [
       r.id,
       r.edge_id,
       r.match_type,
@@ -125,7 +134,7 @@ export abstract class SqlTx implements StoreTx {
       r.description,
       r.metadata,
       r.created_at,
-      encodeModules(r.modules, this.sealer(`route ${r.id}`), r.id),
+      await this.modulesColumn(r.modules, r.id),
       made?.key ?? null,
       made?.request ?? null,
     ]);
@@ -141,16 +150,47 @@ export abstract class SqlTx implements StoreTx {
     return this.query(SQL.routeList, [edgeId, beforeSeq ?? Number.MAX_SAFE_INTEGER, limit]);
   }
 
-  /** Writes a route's fields and its whole set of modules (one row). */
-  async updateRoute(id: string, c: RouteChanges): Promise<void> {
-    await this.changes(SQL.routeUpdate, [
+  /** Writes a route's fields and its whole set of modules (one row), and `event` with them. */
+  async updateRoute(id: string, c: RouteChanges, event?: AuditRecord): Promise<void> {
+    const args = [
       c.match_type,
       c.match,
       c.description,
       c.metadata,
-      encodeModules(c.modules, this.sealer(`route ${id}`), id),
+      await this.modulesColumn(c.modules, id),
       id,
-    ]);
+    ];
+    if (event !== undefined && this.eventsInWrites()) {
+      await this.rows(withAuditEvent(SQL.routeUpdate), [...args, ...auditInsertValues(event)]);
+      return;
+    }
+    await this.changes(SQL.routeUpdate, args);
+    if (event !== undefined) await this.insertAuditEvent(event);
+  }
+
+  /** The rows of `st`, a write of one row, with `event` written too (see withAuditEvent). */
+  private async withEvent<Row>(
+    st: Statement<Row>,
+    event: AuditRecord | undefined,
+    args: SqlValue[],
+  ): Promise<Row[]> {
+    if (event === undefined) return this.query(st, args);
+    if (this.eventsInWrites()) return this.query(withAuditEvent(st), [...args, ...auditInsertValues(event)]);
+    const rows = await this.query(st, args);
+    await this.insertAuditEvent(event);
+    return rows;
+  }
+
+  /**
+   * A route's modules column. The store's sealing key is read only when a module that has secret
+   * fields is there: a write with nothing to seal writes the same column under any key, and does
+   * not pay for the read (a statement per write on PostgreSQL).
+   */
+  private async modulesColumn(modules: StoredModules, routeId: string): Promise<string> {
+    const where = `route ${routeId}`;
+    return mayHoldSecrets(modules)
+      ? encodeModules(modules, await this.sealer(where), routeId)
+      : JSON.stringify(modules);
   }
 
   async deleteRoute(edgeId: string, id: string): Promise<boolean> {
@@ -168,7 +208,7 @@ export abstract class SqlTx implements StoreTx {
     await this.changes(SQL.samlPut, [
       routeId,
       certificatePem,
-      encodeSamlPrivateKey(privateKeyPem, this.sealer(`route ${routeId}`)),
+      encodeSamlPrivateKey(privateKeyPem, await this.sealer(`route ${routeId}`)),
     ]);
   }
 

@@ -357,6 +357,34 @@ export const createRequestSet = (table: CreatedTable): Statement =>
 /** An event's values for SQL.auditInsert. */
 export const auditInsertValues = (e: AuditRecord): SqlValue[] => AUDIT_VALUES.map(([, value]) => value(e));
 
+const withEvents = new Map<string, Statement<unknown>>();
+
+/**
+ * `st`, a write of one row, and the change's audit event as one statement (PostgreSQL; its values
+ * after `st`'s, those of SQL.auditInsert): the event is inserted by a data-modifying CTE over the
+ * row the write answers, so a change and its event cost one round trip, not two, and the event is
+ * written only with the row. Its seq is taken after the row is written, once the transaction has
+ * its xid (what PostgresStore.indexAuditEvents relies on): the event reads the written row. SQLite
+ * has no data-modifying CTE, and no round trip to save: it runs `st`, then SQL.auditInsert.
+ */
+export function withAuditEvent<Row>(st: Statement<Row>): Statement<Row> {
+  let found = withEvents.get(st.name);
+  if (found === undefined) {
+    const params = Math.max(0, ...[...st.postgres.matchAll(/\$(\d+)/g)].map((m) => Number(m[1])));
+    const columns = AUDIT_VALUES.map(([column]) => column).join(", ");
+    const values = AUDIT_VALUES.map((_, i) => `$${params + i + 1}`).join(", ");
+    const written = st.returning === undefined ? `${st.postgres} RETURNING 1 AS written` : st.postgres;
+    found = {
+      ...st,
+      name: `${st.name}_with_event`,
+      sqlite: "-- SQLite runs the write, then SQL.auditInsert (see withAuditEvent)",
+      postgres: `WITH written AS (${written}), event AS (INSERT INTO audit_events (${columns}) SELECT ${values} FROM written) SELECT * FROM written`,
+    };
+    withEvents.set(st.name, found);
+  }
+  return found as Statement<Row>;
+}
+
 /** The list statements, one per combination of filters (PostgreSQL prepares each once per connection). */
 const auditLists = new Map<string, Statement<AuditEvent>>();
 

@@ -153,12 +153,13 @@ const LOCK_CLASS_CREATE_KEY = 0x65646769;
 const LOCK_CLASS_SECRETS = 0x65646773;
 
 /**
- * A write transaction's start, one round trip: the secrets lock shared (so it is always taken
- * before any table lock: no deadlock with `secrets rotate`, which takes it exclusive first), then
- * the key new secrets are sealed under, read once the lock is held (READ COMMITTED: each statement
- * its own snapshot), so that a rotation is either wholly before this transaction or wholly after.
+ * A write transaction's start, one round trip: the secrets lock taken shared, so that it is always
+ * taken before any table lock (no deadlock with `secrets rotate`, which takes it exclusive
+ * first). The key new secrets are sealed under is read after it, in the transaction, by a write
+ * that seals something (PgTx.sealer; READ COMMITTED: each statement its own snapshot), so that a
+ * rotation is either wholly before this transaction or wholly after.
  */
-const WRITE_BEGIN = `BEGIN; SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS_SECRETS}, 0); SELECT value FROM meta WHERE key = '${SECRETS_KEY_ID}'`;
+const WRITE_BEGIN = `BEGIN; SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS_SECRETS}, 0)`;
 
 const TYPE_INT8 = 20;
 const TYPE_BYTEA = 17;
@@ -245,20 +246,27 @@ const RETRYABLE = new Set(["40P01", "40001"]);
 
 /** The statements of one transaction on one pooled connection. */
 export class PgTx extends SqlTx implements StoreTx {
+  /** The ring sealing under the store's key, once read (see sealer). */
+  private sealing?: Promise<Secrets>;
+
   constructor(
     private readonly client: pg.PoolClient,
     /** Write transactions lock the rows they read to change. */
     private readonly writing: boolean,
     private readonly secrets: Secrets,
-    /** The key id new secrets are sealed under (the store's, read at WRITE_BEGIN). */
-    private readonly sealingKeyId?: string,
   ) {
     super();
   }
 
-  /** The ring sealing under the store's key; a key this replica lacks is MissingSecretsKey (503). */
-  protected sealer(where: string): Secrets {
-    return this.secrets.sealingUnder(this.sealingKeyId, where);
+  /**
+   * The ring sealing under the key the store names, read once per transaction, after WRITE_BEGIN
+   * took the secrets lock; a key this replica lacks is MissingSecretsKey (503).
+   */
+  protected sealer(where: string): Promise<Secrets> {
+    this.sealing ??= this.query(SQL.metaGet, [SECRETS_KEY_ID]).then(([keyId]) =>
+      this.secrets.sealingUnder(keyId, where),
+    );
+    return this.sealing;
   }
 
   /** The connection the transaction runs on. */
@@ -297,6 +305,11 @@ export class PgTx extends SqlTx implements StoreTx {
 
   protected locking(): boolean {
     return this.writing;
+  }
+
+  /** A change and its audit event in one statement: one round trip less per change. */
+  protected eventsInWrites(): boolean {
+    return true;
   }
 
   async lockCreateKey(key: string): Promise<void> {
@@ -486,8 +499,8 @@ export class PostgresStore implements Store {
     const client = await this.connect();
     let broken = false;
     try {
-      const began: unknown = await client.query(begin);
-      const result = await fn(new PgTx(client, writing, this.secrets, writing ? keyIdOf(began) : undefined));
+      await client.query(begin);
+      const result = await fn(new PgTx(client, writing, this.secrets));
       await client.query("COMMIT");
       return result;
     } catch (e) {
@@ -793,7 +806,8 @@ export class PostgresStore implements Store {
    * snapshot, read after it; once every transaction running at that snapshot has ended (the
    * current snapshot's xmin has reached its xmax), every seq up to the one read is committed or
    * never will be. That holds because a transaction has its xid before it takes its event's seq:
-   * an event is written after its change (see EdgeService.change), and a write takes the xid.
+   * an event is written after its change, and a write takes the xid (in one statement with the
+   * change, the event reads the row written: see withAuditEvent).
    * A round waits for its bound to settle (about one round), so the tail a lookup scans is about
    * two rounds of writes. Replicas may index at once: the inserts skip a seq already there.
    */
@@ -851,15 +865,6 @@ export class PostgresStore implements Store {
     this.indexer?.stop();
     await this.pool.end();
   }
-}
-
-/** The key id WRITE_BEGIN read: its last statement's one row (none: the store is not sealed). */
-function keyIdOf(began: unknown): string | undefined {
-  const last: unknown = Array.isArray(began) ? began.at(-1) : undefined;
-  const rows: unknown = typeof last === "object" && last !== null ? Reflect.get(last, "rows") : undefined;
-  const row: unknown = Array.isArray(rows) ? rows[0] : undefined;
-  const value: unknown = typeof row === "object" && row !== null ? Reflect.get(row, "value") : undefined;
-  return typeof value === "string" ? value : undefined;
 }
 
 /** A row of the meta table, read on `client`. */

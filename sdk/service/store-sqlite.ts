@@ -805,6 +805,11 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     return false;
   }
 
+  /** In process, a statement costs no round trip: the event is a statement of its own. */
+  protected eventsInWrites(): boolean {
+    return false;
+  }
+
   /** Nothing to do: transactions on this connection run one at a time, writers across processes too. */
   async lockCreateKey(_key: string): Promise<void> {}
 }

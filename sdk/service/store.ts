@@ -257,14 +257,15 @@ export interface StoreTx {
 
   /**
    * Inserts a route; returns its seq (greater than any stored: the newest sorts first). `made`
-   * marks it as made by a keyed create.
+   * marks it as made by a keyed create; `event` is the change's audit event, written with it
+   * (as insertAuditEvent would: one statement on PostgreSQL).
    */
-  insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark): Promise<number>;
+  insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark, event?: AuditRecord): Promise<number>;
   /** In a write transaction, also locks the route until the transaction ends. */
   getRoute(edgeId: string, id: string): Promise<RouteRow | undefined>;
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]>;
-  /** Writes a route's fields and its whole set of modules (one row). */
-  updateRoute(id: string, c: RouteChanges): Promise<void>;
+  /** Writes a route's fields and its whole set of modules (one row), and `event` with them (see insertRoute). */
+  updateRoute(id: string, c: RouteChanges, event?: AuditRecord): Promise<void>;
   deleteRoute(edgeId: string, id: string): Promise<boolean>;
 
   getSamlCertificates(routeIds: string[]): Promise<Map<string, string>>;

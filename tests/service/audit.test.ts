@@ -7,6 +7,7 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
+import fc from "fast-check";
 import { Client } from "pg";
 import {
   ALL_OPERATIONS,
@@ -453,7 +454,64 @@ describe("retention (edge-service serve --audit-retention)", () => {
   });
 });
 
+/**
+ * The diff by its definition, leaf by leaf over both whole images (what diffChanges computes
+ * without walking the subtrees both images share).
+ */
+function diffByDefinition(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown> | undefined,
+): Record<string, unknown> {
+  const isObject = (v: unknown): v is Record<string, unknown> =>
+    typeof v === "object" && v !== null && !Array.isArray(v);
+  const leaves = (v: unknown, at: string[], out: Map<string, unknown>): Map<string, unknown> => {
+    if (isObject(v) && Object.keys(v).length > 0) {
+      for (const [k, x] of Object.entries(v)) leaves(x, [...at, k], out);
+    } else if (v !== undefined && at.length > 0) out.set(at.join("."), v);
+    return out;
+  };
+  const was = leaves(before, [], new Map());
+  const is = leaves(after, [], new Map());
+  const changes: Record<string, unknown> = {};
+  for (const key of new Set([...was.keys(), ...is.keys()])) {
+    if (was.has(key) && is.has(key) && JSON.stringify(was.get(key)) === JSON.stringify(is.get(key))) continue;
+    changes[key] = {
+      ...(was.has(key) ? { before: was.get(key) } : {}),
+      ...(is.has(key) ? { after: is.get(key) } : {}),
+    };
+  }
+  return changes;
+}
+
 describe("the diff, bounded", () => {
+  test("is the leaf-by-leaf diff, in its order, whatever the two images share", () => {
+    const key = fc.constantFrom("a", "b", "c", "d");
+    const value = fc.letrec((tie) => ({
+      node: fc.oneof(
+        { depthSize: "small" },
+        fc.constantFrom(null, 0, 1, "x", "y", true),
+        fc.array(fc.constantFrom(1, "x"), { maxLength: 2 }),
+        fc.dictionary(key, tie("node"), { maxKeys: 4 }),
+      ),
+    })).node;
+    const image = fc.dictionary(key, value, { maxKeys: 4 });
+    fc.assert(
+      fc.property(image, image, fc.boolean(), (before, other, shareSome) => {
+        // A PATCH's "after" keeps the objects it does not change: share some of before's.
+        const after = shareSome ? { ...before, ...other, a: before.a } : other;
+        for (const [b, a] of [
+          [before, after],
+          [undefined, after],
+          [before, undefined],
+          [before, before],
+        ] as const) {
+          expect(JSON.stringify(diffChanges(b, a))).toBe(JSON.stringify(diffByDefinition(b, a)));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   test("secret leaves under a whole module removed are redacted", () => {
     const changes = diffChanges(
       { oauth: { provider: { github: { client_id: "c", client_secret: "s1" } } } },

@@ -1,19 +1,17 @@
 /**
- * Earlier releases of this package, built from git history for the upgrade test.
+ * Earlier releases of this package, built from git history for the upgrade test: the typed face
+ * of scripts/built-release.js, which the benchmark of a release beside this tree
+ * (bench/write-path-ab.mjs) uses too, so both build and cache a release alike.
  *
  * releases.json (repository root) lists what shipped, each with its commit. `previousRelease()`
  * is the newest one older than package.json's version; `builtRelease()` checks it out with
  * `git archive` and builds it as its own scripts do (`npm ci --prefer-offline`, `npm run build`,
  * `npm run sdks`), once per machine: the result is cached in
- * ~/.cache/pulumi-edge/releases/<commit> (built beside, renamed into place when complete), so a
- * second run costs nothing.
+ * ~/.cache/pulumi-edge/releases/<commit>, so a second run costs nothing.
  */
-import { execFileSync } from "node:child_process";
-import * as fs from "node:fs";
-import * as os from "node:os";
-import * as path from "node:path";
+const built = require("../../scripts/built-release.js") as typeof import("../../scripts/built-release.js");
 
-export const ROOT = path.join(__dirname, "../..");
+export const ROOT: string = built.ROOT;
 
 export interface Release {
   version: string;
@@ -25,141 +23,21 @@ export interface Release {
 export const { compareVersions } =
   require("../../scripts/release.js") as typeof import("../../scripts/release.js");
 
-export function releases(): Release[] {
-  return JSON.parse(fs.readFileSync(path.join(ROOT, "releases.json"), "utf8")) as Release[];
-}
-
-export const currentVersion = (): string =>
-  (JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+export const releases: () => Release[] = built.releases;
+export const currentVersion: () => string = built.currentVersion;
 
 /**
  * The release an upgrade starts from: the newest recorded one older than package.json's version;
- * while package.json still says the newest release (work merged after it, before the next
- * release bumps the version), that release, unless this tree is that release itself (only the
- * release record differs: upgrading a release to itself proves nothing).
+ * while package.json still says the newest release, that release, unless this tree is that
+ * release itself (see scripts/built-release.js).
  */
-export function previousRelease(): Release {
-  const current = currentVersion();
-  const older = releases()
-    .filter((r) => compareVersions(r.version, current) <= 0)
-    .sort((a, b) => compareVersions(b.version, a.version));
-  const strictly = older.find((r) => compareVersions(r.version, current) < 0);
-  const same = older[0] && compareVersions(older[0].version, current) === 0 ? older[0] : undefined;
-  const found = same && !isThisTree(same) ? same : strictly;
-  if (!found) throw new Error(`releases.json records no release at or before ${current}`);
-  return found;
-}
-
-/** Whether the working tree is `release`'s commit but for releases.json (the record made after it). */
-function isThisTree(release: Release): boolean {
-  try {
-    execFileSync("git", ["diff", "--quiet", release.commit, "--", ".", ":(exclude)releases.json"], {
-      cwd: ROOT,
-      stdio: "ignore",
-    });
-    return true;
-  } catch {
-    return false; // differs, or the commit is not in this clone (assertCommit says so later)
-  }
-}
-
-const git = (args: string[]) =>
-  execFileSync("git", args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] }).trim();
+export const previousRelease: () => Release = built.previousRelease;
 
 /** Throws, saying what to do, when the clone lacks the release's commit (a shallow clone). */
-export function assertCommit(release: Release): void {
-  try {
-    git(["cat-file", "-e", `${release.commit}^{commit}`]);
-  } catch {
-    const shallow = (() => {
-      try {
-        return git(["rev-parse", "--is-shallow-repository"]) === "true";
-      } catch {
-        return false;
-      }
-    })();
-    throw new Error(
-      `release ${release.version} (commit ${release.commit}, releases.json) is not in this clone` +
-        `${shallow ? " (a shallow clone)" : ""}: the upgrade test builds it from git history; ` +
-        "fetch the full history (`git fetch --unshallow`, or clone without --depth) and run again",
-    );
-  }
-}
-
-/** Whether a process of this id runs (signal 0: no signal sent, only the check). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-const cacheRoot = () =>
-  path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache"), "pulumi-edge", "releases");
+export const assertCommit: (release: Release) => void = built.assertCommit;
 
 /**
  * The release built (dist, bin, node_modules), from the cache or now. `log` reports the steps
  * (they take minutes when the cache is cold).
  */
-export function builtRelease(release: Release, log: (m: string) => void = () => {}): string {
-  assertCommit(release);
-  const dir = path.join(cacheRoot(), release.commit);
-  if (fs.existsSync(path.join(dir, ".built"))) return dir;
-  fs.mkdirSync(cacheRoot(), { recursive: true });
-  const building = `${dir}.building-${process.pid}`;
-  // What an interrupted build left (its process gone) is removed, not kept forever.
-  for (const entry of fs.readdirSync(cacheRoot())) {
-    const pid = Number(/\.building-(\d+)$/.exec(entry)?.[1]);
-    if (entry.startsWith(release.commit) && pid && !alive(pid)) {
-      fs.rmSync(path.join(cacheRoot(), entry), { recursive: true, force: true });
-    }
-  }
-  fs.rmSync(building, { recursive: true, force: true });
-  fs.mkdirSync(building);
-  const run = (cmd: string, args: string[], what: string) => {
-    log(`${release.version}: ${what}`);
-    try {
-      execFileSync(cmd, args, {
-        cwd: building,
-        stdio: ["ignore", "pipe", "pipe"],
-        maxBuffer: 256 * 1024 * 1024,
-        timeout: 1_200_000,
-        // The release's own scripts, not this checkout's: no npm_* of the calling `npm test`.
-        env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k))),
-      });
-    } catch (e) {
-      const err = e as { stdout?: Buffer; stderr?: Buffer; message: string };
-      throw new Error(
-        `building release ${release.version} (${release.commit}) in ${building}: ${what} failed:\n` +
-          `${err.stdout?.toString().slice(-3000) ?? ""}\n${err.stderr?.toString().slice(-3000) ?? err.message}`,
-      );
-    }
-  };
-  try {
-    const tar = path.join(building, ".source.tar");
-    run(
-      "git",
-      ["-C", ROOT, "archive", "--format=tar", "-o", tar, release.commit],
-      `git archive ${release.commit}`,
-    );
-    run("tar", ["-xf", tar], "unpack");
-    fs.rmSync(tar);
-    run("npm", ["ci", "--prefer-offline", "--no-audit", "--no-fund"], "npm ci --prefer-offline");
-    run("npm", ["run", "build"], "npm run build");
-    run("npm", ["run", "sdks"], "npm run sdks");
-    fs.writeFileSync(path.join(building, ".built"), `${new Date().toISOString()}\n`);
-    // A directory there without the mark is no finished build (e.g. one copied in by hand).
-    if (!fs.existsSync(path.join(dir, ".built"))) fs.rmSync(dir, { recursive: true, force: true });
-    try {
-      fs.renameSync(building, dir);
-    } catch (e) {
-      // Another run built it meanwhile: keep theirs.
-      if (!fs.existsSync(path.join(dir, ".built"))) throw e;
-    }
-  } finally {
-    fs.rmSync(building, { recursive: true, force: true });
-  }
-  return dir;
-}
+export const builtRelease: (release: Release, log?: (m: string) => void) => string = built.builtRelease;
