@@ -7,10 +7,9 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 /** What parseArgs answers for `T`. */
 export type ParsedCommandLine<T extends ParseArgsConfig> = ReturnType<typeof parseArgs<T>>;
 
-import { errorField, errorMessage } from "../contract/errors";
+import { errorField, errorMessage, UsageError } from "../contract/errors";
 
-/** A mistake in a command line: its message says what to give instead. Exit 2. */
-export class UsageError extends Error {}
+export { UsageError };
 
 /** The exit code of a usage error: a CI job must never read it as drift (1) or success. */
 export const USAGE_EXIT = 2;

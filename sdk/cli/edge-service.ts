@@ -16,13 +16,14 @@
 import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { createKey, KeyUsageError, keysRequired, revokeKey } from "../service/api-keys";
+import { errorMessage, UsageError } from "../contract";
+import { createKey, keysRequired, revokeKey } from "../service/api-keys";
 import { parseRetention } from "../service/audit";
 import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import {
   type RunningServer,
+  type ServerOptions,
   type StopReport,
   DEFAULT_SHUTDOWN_GRACE_MS,
   startServer,
@@ -31,6 +32,7 @@ import { DATA_TABLES, describeServer, type LiveServer } from "../service/store";
 import { openStore } from "../service/store-open";
 import { embeddedTransport, httpTransport } from "../transport";
 import { VERSION } from "../version";
+import { type ParsedCommandLine, parseCommandLine, USAGE_EXIT, usageExit } from "./command";
 
 const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
@@ -213,10 +215,10 @@ function keysCommand(args: string[], scope: string | undefined): KeysCommand {
   if (command === "list" && name === undefined) return { command };
   if ((command === "create" || command === "revoke") && name && rest.length === 0) {
     if (command === "revoke") return { command, name };
-    if (scope === undefined) throw new KeyUsageError("keys create needs --scope read, write or admin");
+    if (scope === undefined) throw new UsageError("keys create needs --scope read, write or admin");
     return { command, name, scope };
   }
-  throw new KeyUsageError(usage);
+  throw new UsageError(usage);
 }
 
 /**
@@ -255,7 +257,7 @@ async function keys(
     opts.databaseUrl === undefined &&
     !existsSync(join(opts.dataDir, "edge.db"))
   ) {
-    throw new KeyUsageError(
+    throw new UsageError(
       `${opts.dataDir} holds no edge.db: pass the data directory the service runs with (--data)`,
     );
   }
@@ -326,35 +328,89 @@ async function request(
   return response.ok ? 0 : 1;
 }
 
+/** Every option of every command: one parse, so a mistyped option is refused whatever the command. */
+const OPTIONS = {
+  port: { type: "string", default: "8080" },
+  host: { type: "string", default: "127.0.0.1" },
+  data: { type: "string", default: "./.edge-service" },
+  "api-key": { type: "string" },
+  "rate-limit": { type: "string" },
+  body: { type: "string" },
+  url: { type: "string" },
+  database: { type: "string" },
+  "pool-size": { type: "string" },
+  "log-format": { type: "string", default: "text" },
+  "shutdown-grace": { type: "string" },
+  "audit-retention": { type: "string", default: "90d" },
+  from: { type: "string" },
+  to: { type: "string" },
+  "secrets-key-file": { type: "string", multiple: true },
+  "from-key-file": { type: "string", multiple: true },
+  "to-key-file": { type: "string" },
+  scope: { type: "string" },
+  json: { type: "boolean" },
+  force: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+  version: { type: "boolean" },
+} as const;
+
+type Values = ParsedCommandLine<{
+  args: string[];
+  allowPositionals: true;
+  options: typeof OPTIONS;
+}>["values"];
+
+/** A command: its positionals after its name (`keys create NAME` → `create NAME`) and every value. */
+type Command = (args: string[], values: Values) => Promise<number>;
+
+const databaseUrlOf = (values: Values) => values.database ?? (process.env.EDGE_DATABASE_URL || undefined);
+const apiKeyOf = (values: Values) => values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
+
+/** The commands by name, each refusing positionals it does not take (the usage is printed). */
+const COMMANDS: Record<string, Command> = {
+  serve: async (args, values) => (args.length > 0 ? usage() : serve(values)),
+  request: async (args, values) => {
+    const [method, path] = args;
+    if (method === undefined || path === undefined || args.length > 2) return usage();
+    return request(method, path, {
+      body: values.body,
+      data: values.data,
+      url: values.url,
+      apiKey: apiKeyOf(values),
+      secretsKeyFile: values["secrets-key-file"],
+    });
+  },
+  migrate: async (args, values) =>
+    args.length > 0
+      ? usage()
+      : migrate(values.from, values.to, new Secrets(secretsKeyFrom(values["secrets-key-file"]))),
+  secrets: async (args, values) =>
+    args.length !== 1 || args[0] !== "rotate"
+      ? usage()
+      : rotate({
+          fromKeyFiles: values["from-key-file"],
+          toKeyFile: values["to-key-file"],
+          dataDir: values.data,
+          databaseUrl: databaseUrlOf(values),
+          force: values.force,
+        }),
+  keys: (args, values) =>
+    keys(args, {
+      scope: values.scope,
+      json: values.json,
+      dataDir: values.data,
+      databaseUrl: databaseUrlOf(values),
+    }),
+};
+
+/** No such command, or positionals it does not take: the whole usage, where a script's log shows it. */
+function usage(): number {
+  console.error(USAGE);
+  return USAGE_EXIT;
+}
+
 async function main(argv: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      port: { type: "string", default: "8080" },
-      host: { type: "string", default: "127.0.0.1" },
-      data: { type: "string", default: "./.edge-service" },
-      "api-key": { type: "string" },
-      "rate-limit": { type: "string" },
-      body: { type: "string" },
-      url: { type: "string" },
-      database: { type: "string" },
-      "pool-size": { type: "string" },
-      "log-format": { type: "string", default: "text" },
-      "shutdown-grace": { type: "string" },
-      "audit-retention": { type: "string", default: "90d" },
-      from: { type: "string" },
-      to: { type: "string" },
-      "secrets-key-file": { type: "string", multiple: true },
-      "from-key-file": { type: "string", multiple: true },
-      "to-key-file": { type: "string" },
-      scope: { type: "string" },
-      json: { type: "boolean" },
-      force: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-      version: { type: "boolean" },
-    },
-  });
+  const { positionals, values } = parseCommandLine({ args: argv, allowPositionals: true, options: OPTIONS });
   if (values.help) {
     console.log(USAGE);
     return 0;
@@ -363,43 +419,19 @@ async function main(argv: string[]): Promise<number> {
     console.log(VERSION);
     return 0;
   }
-  if (positionals[0] === "request" && positionals.length === 3) {
-    const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
-    return request(positionals[1]!, positionals[2]!, {
-      body: values.body,
-      data: values.data,
-      url: values.url,
-      apiKey,
-      secretsKeyFile: values["secrets-key-file"],
-    });
-  }
-  if (positionals[0] === "migrate" && positionals.length === 1) {
-    return migrate(values.from, values.to, new Secrets(secretsKeyFrom(values["secrets-key-file"])));
-  }
-  if (positionals[0] === "secrets" && positionals[1] === "rotate" && positionals.length === 2) {
-    return rotate({
-      fromKeyFiles: values["from-key-file"],
-      toKeyFile: values["to-key-file"],
-      dataDir: values.data,
-      databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
-      force: values.force,
-    });
-  }
-  if (positionals[0] === "keys") {
-    return keys(positionals.slice(1), {
-      scope: values.scope,
-      json: values.json,
-      dataDir: values.data,
-      databaseUrl: values.database ?? (process.env.EDGE_DATABASE_URL || undefined),
-    });
-  }
-  if (values.help || positionals[0] !== "serve" || positionals.length > 1) {
-    console.error(USAGE);
-    return 2;
-  }
+  const [name, ...args] = positionals;
+  const command = name === undefined ? undefined : COMMANDS[name];
+  return command ? command(args, values) : usage();
+}
+
+/** `serve`'s options, each checked, with what to give instead. */
+function serverOptions(
+  values: Values,
+): Omit<ServerOptions, "log"> & { shutdownGraceMs: number; logFormat: LogFormat } {
   const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
+  if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new Error(`--port must be 0..65535, got ${values.port}`);
+  }
   let rateLimitPerMinute: number | undefined;
   if (values["rate-limit"] !== undefined) {
     const m = /^(\d+)(?:\/min)?$/.exec(values["rate-limit"]);
@@ -407,8 +439,7 @@ async function main(argv: string[]): Promise<number> {
       throw new Error(`--rate-limit must look like 600/min, got ${values["rate-limit"]}`);
     rateLimitPerMinute = Number(m[1]);
   }
-  const apiKey = values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
-  const databaseUrl = values.database ?? (process.env.EDGE_DATABASE_URL || undefined);
+  const databaseUrl = databaseUrlOf(values);
   let poolSize: number | undefined;
   if (values["pool-size"] !== undefined) {
     poolSize = Number(values["pool-size"]);
@@ -422,43 +453,46 @@ async function main(argv: string[]): Promise<number> {
       `--audit-retention must be a number and a unit (s, m, h or d), e.g. 90d, got ${values["audit-retention"]}`,
     );
   }
-  const secretsKey = secretsKeyFrom(values["secrets-key-file"]);
   const logFormat: LogFormat | undefined = LOG_FORMATS.find((f) => f === values["log-format"]);
   if (logFormat === undefined) {
     throw new Error(`--log-format must be ${LOG_FORMATS.join(" or ")}, got ${values["log-format"]}`);
   }
-  const shutdownGraceMs =
-    values["shutdown-grace"] === undefined ? DEFAULT_SHUTDOWN_GRACE_MS : graceMs(values["shutdown-grace"]);
-  // The log is best-effort: a reader of stdout or stderr that went away (EPIPE) must not end the
-  // service (an 'error' event with no listener throws).
-  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
-  // Text lines get the time in front; a JSON line carries its own.
-  const sink =
-    logFormat === "json"
-      ? (line: string) => process.stderr.write(`${line}\n`)
-      : (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-  const server = await startServer({
-    secretsKey,
+  return {
+    secretsKey: secretsKeyFrom(values["secrets-key-file"]),
     dataDir: values.data,
     databaseUrl,
     poolSize,
     host: values.host,
     port,
-    apiKey,
+    apiKey: apiKeyOf(values),
     rateLimitPerMinute,
-    log: sink,
     logFormat,
-    shutdownGraceMs,
+    shutdownGraceMs:
+      values["shutdown-grace"] === undefined ? DEFAULT_SHUTDOWN_GRACE_MS : graceMs(values["shutdown-grace"]),
     auditRetentionMs,
-  });
+  };
+}
+
+/** `serve`: the server until a signal stops it, then what the stop did. */
+async function serve(values: Values): Promise<number> {
+  const options = serverOptions(values);
+  // The log is best-effort: a reader of stdout or stderr that went away (EPIPE) must not end the
+  // service (an 'error' event with no listener throws).
+  for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
+  // Text lines get the time in front; a JSON line carries its own.
+  const sink =
+    options.logFormat === "json"
+      ? (line: string) => process.stderr.write(`${line}\n`)
+      : (line: string) => console.error(`${new Date().toISOString()} ${line}`);
+  const server = await startServer({ ...options, log: sink });
   console.log(
-    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, apiKey !== undefined)})`,
+    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
   );
-  const log = serviceLog(sink, logFormat);
-  const report = await stopOnSignals(server, shutdownGraceMs, log);
+  const log = serviceLog(sink, options.logFormat);
+  const report = await stopOnSignals(server, options.shutdownGraceMs, log);
   const why = {
     finished: "every request finished in time",
-    grace: `the ${seconds(shutdownGraceMs)} grace ran out`,
+    grace: `the ${seconds(options.shutdownGraceMs)} grace ran out`,
     now: "a second signal",
   }[report.ending];
   const abandoned = report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
@@ -525,13 +559,9 @@ function stopOnSignals(server: RunningServer, shutdownGraceMs: number, log: Serv
 
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
-  (error: Error & { code?: string }) => {
-    // A mistyped command line (parseArgs: unknown option, missing value) is a usage error.
-    const usage =
-      error.code?.startsWith("ERR_PARSE_ARGS_") || error instanceof KeyUsageError
-        ? "; run edge-service --help"
-        : "";
-    console.error(`edge-service: ${error.message}${usage}`);
-    process.exit(usage ? 2 : 1);
+  (error: unknown) => {
+    if (error instanceof UsageError) process.exit(usageExit("edge-service", error));
+    console.error(`edge-service: ${errorMessage(error)}`);
+    process.exit(1);
   },
 );

@@ -74,3 +74,11 @@ export const errorField = (error: unknown, key: string): unknown =>
 /** The message of a thrown value of unknown type. */
 export const errorMessage = (error: unknown): string =>
   error instanceof Error ? error.message : String(error);
+
+/**
+ * A mistake in a command line or in what a command was asked to do: its message says what to
+ * give instead, and the command exits 2 (a CI job must never read it as drift or success). Here,
+ * at the bottom, so that the service's own checks of a command's arguments (API key names and
+ * scopes) throw the very class every command tells.
+ */
+export class UsageError extends Error {}

@@ -6,7 +6,7 @@
  * started with (`--api-key`, `EDGE_API_KEY`) is the `bootstrap` key, scope `admin`, never stored.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { type Scope, SCOPES } from "../contract";
+import { type Scope, SCOPES, UsageError } from "../contract";
 import { auditRecord } from "./audit";
 import { type ApiKeyRow, type Store, UniqueViolation } from "./store";
 
@@ -113,23 +113,20 @@ function checkIn(s: Snapshot, key: string | undefined): KeyCheck | undefined {
   return { kind: "valid", key: { name: found.name, scope: found.scope } };
 }
 
-/** A mistake in a `keys` command: told to the operator as it is, exit 2 by the CLI. */
-export class KeyUsageError extends Error {}
-
 /** Makes a key named `name` with `scope`; returns the key, which is never shown again. */
 export async function createKey(store: Store, name: string, scope: string): Promise<string> {
   if (!KEY_NAME_PATTERN.test(name)) {
-    throw new KeyUsageError(
+    throw new UsageError(
       `a key name is 1 to 63 letters, digits, ".", "_" or "-", starting with a letter or digit; got "${name.slice(0, 80)}"`,
     );
   }
   if (name === BOOTSTRAP_KEY_NAME) {
-    throw new KeyUsageError(
+    throw new UsageError(
       `"${BOOTSTRAP_KEY_NAME}" names the key the service is started with; choose another name`,
     );
   }
   const known = SCOPES.find((s) => s === scope);
-  if (known === undefined) throw new KeyUsageError(`--scope must be ${SCOPES.join(", ")}; got "${scope}"`);
+  if (known === undefined) throw new UsageError(`--scope must be ${SCOPES.join(", ")}; got "${scope}"`);
   const key = KEY_PREFIX + randomBytes(32).toString("base64url");
   try {
     // Its audit event names the key and its scope, never the key or its hash.
@@ -142,7 +139,7 @@ export async function createKey(store: Store, name: string, scope: string): Prom
     );
   } catch (e) {
     if (e instanceof UniqueViolation) {
-      throw new KeyUsageError(
+      throw new UsageError(
         `a key named "${name}" exists already (revoked keys keep their names, so logs stay unambiguous); choose another name`,
       );
     }
@@ -159,7 +156,7 @@ export async function revokeKey(store: Store, name: string): Promise<void> {
   });
   if (await store.revokeApiKey(name, at, event)) return;
   const row = (await store.apiKeys()).find((r) => r.name === name);
-  throw new KeyUsageError(
+  throw new UsageError(
     row
       ? `the key "${name}" was revoked already, at ${row.revoked_at}`
       : `no key is named "${name}": \`edge-service keys list\` shows the names`,
