@@ -114,38 +114,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     responseCacheBytes: opts.responseCacheBytes,
     auditRetentionMs: opts.auditRetentionMs,
   });
-  // Handlers still running: the store must not be closed under them. Counted only when the app
-  // answers later (a promise); an answer given at once keeps @hono/node-server's fast path.
-  let handlers = 0;
-  let handlersDone: (() => void) | undefined;
-  const handlerEnded = () => {
-    handlers--;
-    if (handlers === 0) handlersDone?.();
-  };
-  const fetch: typeof app.fetch = (request, env) => {
-    const answer = app.fetch(request, env);
-    if (answer instanceof Promise) {
-      handlers++;
-      answer.then(handlerEnded, handlerEnded);
-    }
-    return answer;
-  };
-  const server = await new Promise<HttpServer>((resolve, reject) => {
-    const s = serve({ fetch, hostname: host, port: opts.port ?? 8080 }, () => {
-      if (s instanceof HttpServer) resolve(s);
-      else reject(new Error("@hono/node-server gave no node:http server: the stop needs one"));
-    });
-    s.once("error", reject);
-  }).catch(async (e: unknown) => {
-    await store.close();
-    throw e;
-  });
-  const address = server.address();
-  if (address === null || typeof address === "string")
-    throw new Error(`the server listens on ${address}, not a TCP port`);
-  const { port } = address;
-  const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-  const url = `http://${urlHost}:${port}`;
+  const handlers = new RunningHandlers();
+  const { server, url, port } = await listen(handlers.counting(app.fetch), host, opts.port ?? 8080).catch(
+    async (e: unknown) => {
+      await store.close();
+      throw e;
+    },
+  );
   // Recorded alive, with its keys, before it is said to run: `secrets rotate` counts it from now.
   const presence = await Presence.start(store, {
     url,
@@ -153,77 +128,147 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     beatMs: opts.heartbeatMs,
     log: log && ((level, line) => log.event(level, line)),
   });
+  const connections = new Connections(server);
 
-  // Every socket, whatever the HTTP layer thinks of it: what is left at the deadline is cut.
-  const sockets = new Set<Socket>();
-  server.on("connection", (socket: Socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-  });
-  // Responses not yet finished: those still to send their headers say `Connection: close` once
-  // the stop begins, so a keep-alive client cannot keep its connection served for ever.
-  const unfinished = new Set<ServerResponse>();
-  let stopping = false;
-  // Prepended: it runs before @hono/node-server's listener, which may answer synchronously.
-  server.prependListener("request", (_req, res: ServerResponse) => {
-    if (stopping) res.setHeader("Connection", "close");
-    unfinished.add(res);
-    res.once("close", () => unfinished.delete(res));
-    res.once("finish", () => {
-      // A response whose headers went out before the stop left its connection open: close it
-      // now that it is idle (closeIdleConnections skips a connection mid-request).
-      if (stopping) setImmediate(() => server.closeIdleConnections());
-    });
-  });
-
-  let cutNow: ((ending: "grace" | "now") => void) | undefined;
-  let stopped: Promise<StopReport> | undefined;
   const stop = async (graceMs: number): Promise<StopReport> => {
-    stopping = true;
-    for (const res of unfinished) if (!res.headersSent) res.setHeader("Connection", "close");
-    let ending: StopReport["ending"] = "finished";
-    let cut = 0;
-    const allClosed = new Promise<void>((resolve) => {
-      // Stops listening and closes the idle connections (node >= 19); resolves when none is left.
-      server.close(() => resolve());
-      cutNow = (why) => {
-        cutNow = undefined;
-        ending = why;
-        cut = sockets.size;
-        // closeAllConnections: every connection of the HTTP layer, one stalled mid-headers or
-        // mid-body too (server.close() stopped the timers of headersTimeout/requestTimeout).
-        server.closeAllConnections();
-        for (const socket of sockets) socket.destroy();
-      };
-    });
-    const timer = setTimeout(() => cutNow?.("grace"), graceMs);
-    await allClosed;
-    clearTimeout(timer);
-    cutNow = undefined;
+    const { cut, ending } = await connections.close(graceMs);
     // A cut request's handler sees its request aborted and ends; one stuck gets HANDLER_DRAIN_MS.
-    if (handlers > 0) {
-      await new Promise<void>((resolve) => {
-        const bound = setTimeout(resolve, HANDLER_DRAIN_MS);
-        handlersDone = () => {
-          clearTimeout(bound);
-          resolve();
-        };
-      });
-    }
-    const abandoned = handlers;
+    const abandoned = await handlers.ended(HANDLER_DRAIN_MS);
     await presence.stop();
     // The store's close waits for the checkpoint worker (see Checkpointer.stop).
     await store.close();
     return { cut, ending, abandoned };
   };
+  let stopped: Promise<StopReport> | undefined;
   return {
     url,
     port,
     store,
     close(closeOpts) {
       stopped ??= stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
-      if (closeOpts?.now) cutNow?.("now");
+      if (closeOpts?.now) connections.cutNow("now");
       return stopped;
     },
   };
+}
+
+type Fetch = (request: Request, env: unknown) => Response | Promise<Response>;
+
+/**
+ * Handlers still running: the store must not be closed under them. Counted only when the app
+ * answers later (a promise); an answer given at once keeps @hono/node-server's fast path.
+ */
+class RunningHandlers {
+  private running = 0;
+  private allEnded?: () => void;
+
+  counting(fetch: Fetch): Fetch {
+    const ended = () => {
+      this.running--;
+      if (this.running === 0) this.allEnded?.();
+    };
+    return (request, env) => {
+      const answer = fetch(request, env);
+      if (answer instanceof Promise) {
+        this.running++;
+        answer.then(ended, ended);
+      }
+      return answer;
+    };
+  }
+
+  /** Once every handler ended, or `boundMs` passed: how many were still running (abandoned). */
+  async ended(boundMs: number): Promise<number> {
+    if (this.running > 0) {
+      await new Promise<void>((resolve) => {
+        const bound = setTimeout(resolve, boundMs);
+        this.allEnded = () => {
+          clearTimeout(bound);
+          resolve();
+        };
+      });
+    }
+    return this.running;
+  }
+}
+
+/** `fetch` served on host:port; the URL it is reached at. */
+async function listen(
+  fetch: Fetch,
+  host: string,
+  port: number,
+): Promise<{ server: HttpServer; url: string; port: number }> {
+  const server = await new Promise<HttpServer>((resolve, reject) => {
+    const s = serve({ fetch, hostname: host, port }, () => {
+      if (s instanceof HttpServer) resolve(s);
+      else reject(new Error("@hono/node-server gave no node:http server: the stop needs one"));
+    });
+    s.once("error", reject);
+  });
+  const address = server.address();
+  if (address === null || typeof address === "string") {
+    throw new Error(`the server listens on ${address}, not a TCP port`);
+  }
+  const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
+  return { server, url: `http://${urlHost}:${address.port}`, port: address.port };
+}
+
+/** The server's connections, for a stop that lets requests finish, then cuts what is left. */
+class Connections {
+  // Every socket, whatever the HTTP layer thinks of it: what is left at the deadline is cut.
+  private readonly sockets = new Set<Socket>();
+  // Responses not yet finished: those still to send their headers say `Connection: close` once
+  // the stop begins, so a keep-alive client cannot keep its connection served for ever.
+  private readonly unfinished = new Set<ServerResponse>();
+  private stopping = false;
+  private cut?: (ending: "grace" | "now") => void;
+
+  constructor(private readonly server: HttpServer) {
+    server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
+    // Prepended: it runs before @hono/node-server's listener, which may answer synchronously.
+    server.prependListener("request", (_req, res: ServerResponse) => {
+      if (this.stopping) res.setHeader("Connection", "close");
+      this.unfinished.add(res);
+      res.once("close", () => this.unfinished.delete(res));
+      res.once("finish", () => {
+        // A response whose headers went out before the stop left its connection open: close it
+        // now that it is idle (closeIdleConnections skips a connection mid-request).
+        if (this.stopping) setImmediate(() => server.closeIdleConnections());
+      });
+    });
+  }
+
+  /** During a stop, cuts every connection now (a second signal); otherwise nothing. */
+  cutNow(ending: "grace" | "now"): void {
+    this.cut?.(ending);
+  }
+
+  /** Stops listening, lets requests finish for `graceMs`, then cuts what is still open. */
+  async close(graceMs: number): Promise<Pick<StopReport, "cut" | "ending">> {
+    this.stopping = true;
+    for (const res of this.unfinished) if (!res.headersSent) res.setHeader("Connection", "close");
+    let ending: StopReport["ending"] = "finished";
+    let cut = 0;
+    const allClosed = new Promise<void>((resolve) => {
+      // Stops listening and closes the idle connections (node >= 19); resolves when none is left.
+      this.server.close(() => resolve());
+      this.cut = (why) => {
+        this.cut = undefined;
+        ending = why;
+        cut = this.sockets.size;
+        // closeAllConnections: every connection of the HTTP layer, one stalled mid-headers or
+        // mid-body too (server.close() stopped the timers of headersTimeout/requestTimeout).
+        this.server.closeAllConnections();
+        for (const socket of this.sockets) socket.destroy();
+      };
+    });
+    const timer = setTimeout(() => this.cutNow("grace"), graceMs);
+    await allClosed;
+    clearTimeout(timer);
+    this.cut = undefined;
+    return { cut, ending };
+  }
 }
