@@ -5,7 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { relative } from "node:path";
-import YAML, { LineCounter, type Document } from "yaml";
+import YAML, { isNode, LineCounter, type Document } from "yaml";
 import { z } from "zod";
 import { check, type ResourceKind } from "../model";
 
@@ -19,7 +19,9 @@ export const secretTag = {
   tag: "!secret",
   identify: (v: unknown) => v instanceof SecretRef,
   resolve: (name: string) => new SecretRef(name),
-  stringify: (item: { value: unknown }) => (item.value as SecretRef).name,
+  // Called for the values `identify` took: SecretRefs.
+  stringify: (item: { value: unknown }) =>
+    item.value instanceof SecretRef ? item.value.name : String(item.value),
 };
 
 export type RouteEntry = Record<string, unknown>;
@@ -103,7 +105,7 @@ function pathSegments(property: string): (string | number)[] {
   for (const m of property.matchAll(/([A-Za-z_][A-Za-z0-9_-]*)|\[(\d+)\]|\["((?:[^"\\]|\\.)*)"\]/g)) {
     if (m[1] !== undefined) out.push(m[1]);
     else if (m[2] !== undefined) out.push(Number(m[2]));
-    else out.push(JSON.parse(`"${m[3]}"`) as string);
+    else out.push(String(JSON.parse(`"${m[3]}"`))); // a JSON string's text: a string
   }
   return out;
 }
@@ -121,15 +123,15 @@ export async function parseEdgeConfig(text: string, file = "edges.yaml"): Promis
       ),
     );
   }
-  const where = (path: (string | number)[]) => locate(doc, lines, file, path);
+  const where = (path: readonly PropertyKey[]) => locate(doc, lines, file, path);
   const parsed = structure.safeParse(doc.toJS() ?? {});
   if (!parsed.success) {
     throw new EdgeConfigError(
       file,
       parsed.error.issues.map((i) => {
-        const path = i.code === "unrecognized_keys" ? [...i.path, i.keys[0]!] : i.path;
+        const path = i.code === "unrecognized_keys" ? [...i.path, ...i.keys.slice(0, 1)] : i.path;
         const msg = i.code === "unrecognized_keys" ? `unknown key "${i.keys.join('", "')}"` : i.message;
-        return `${where(path as (string | number)[])}: ${path.join(".") || "(file)"}: ${msg}`;
+        return `${where(path)}: ${path.join(".") || "(file)"}: ${msg}`;
       }),
     );
   }
@@ -183,10 +185,10 @@ export function loadEdgeConfig(file: string): Promise<EdgeConfig> {
 }
 
 /** `file:line:col` of the deepest node of `path` that exists in the document. */
-function locate(doc: Document, lines: LineCounter, file: string, path: (string | number)[]): string {
+function locate(doc: Document, lines: LineCounter, file: string, path: readonly PropertyKey[]): string {
   for (let n = path.length; n >= 0; n--) {
-    const node = doc.getIn(path.slice(0, n), true) as { range?: [number, number, number] } | undefined;
-    if (node?.range) {
+    const node = doc.getIn(path.slice(0, n), true);
+    if (isNode(node) && node.range) {
       const { line, col } = lines.linePos(node.range[0]);
       return `${file}:${line}:${col}`;
     }

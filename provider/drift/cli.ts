@@ -129,8 +129,8 @@ async function drift(argv: string[]): Promise<number> {
     return usage(`--parallel ${values.parallel}: give a whole number ≥ 1`);
   const path = CHECK_PATHS.find((p) => p === values.path);
   if (path === undefined) return usage(`--path ${values.path}: give one of ${CHECK_PATHS.join(", ")}`);
-  const format = values.format as Format;
-  if (!FORMATS.includes(format)) return usage(`--format ${values.format}: give one of ${FORMATS.join(", ")}`);
+  const format = FORMATS.find((f) => f === values.format);
+  if (format === undefined) return usage(`--format ${values.format}: give one of ${FORMATS.join(", ")}`);
   const selection = {
     stacks: values.stack,
     projects: values.project,

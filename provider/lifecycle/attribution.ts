@@ -94,7 +94,7 @@ function valueAt(image: Record<string, unknown>, path: string): unknown {
   let v: unknown = image;
   for (const part of path.split(".")) {
     if (typeof v !== "object" || v === null) return undefined;
-    v = (v as Record<string, unknown>)[part];
+    v = Reflect.get(v, part);
   }
   return v;
 }

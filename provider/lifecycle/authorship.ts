@@ -74,9 +74,9 @@ const LINE = new RegExp(
   "u",
 );
 
-/** A quoted field's text, or undefined when the quotes hold no JSON string. */
-function unquote(s: string): string | undefined {
-  if (!s.startsWith('"')) return s;
+/** A quoted field's text; undefined when the quotes hold no JSON string or the field is absent. */
+function unquote(s: string | undefined): string | undefined {
+  if (s === undefined || !s.startsWith('"')) return s;
   try {
     const v: unknown = JSON.parse(s);
     return typeof v === "string" ? v : undefined;
@@ -85,29 +85,36 @@ function unquote(s: string): string | undefined {
   }
 }
 
+const isAuthorLabel = (s: string | undefined): s is AuthorLabel => AUTHOR_LABELS.some((l) => l === s);
+const isAuthorVerb = (s: string | undefined): s is AuthorVerb =>
+  s === "changed" || s === "deleted" || s === "created";
+
 /** One line read back; undefined when it is not an authorship line. */
 export function parseAuthorLine(line: string): AuthorLine | undefined {
   const m = LINE.exec(line.trim());
   if (!m) return undefined;
   const [, label, rawName, rawField, verb, rawEdge, rawAt, rawKey, rawRequest] = m;
-  const name = unquote(rawName!);
-  const field = rawField === undefined ? undefined : unquote(rawField);
-  const withEdge = rawEdge === undefined ? undefined : unquote(rawEdge);
-  const at = unquote(rawAt!);
-  const key = unquote(rawKey!);
-  const request = unquote(rawRequest!);
-  if ([name, at, key, request].includes(undefined)) return undefined;
+  // The pattern makes every group but the field and the edge present, the label one of
+  // AUTHOR_LABELS and the verb one of three; the checks only tell the compiler so.
+  if (!isAuthorLabel(label) || !isAuthorVerb(verb)) return undefined;
+  const name = unquote(rawName);
+  const field = unquote(rawField);
+  const withEdge = unquote(rawEdge);
+  const at = unquote(rawAt);
+  const key = unquote(rawKey);
+  const request = unquote(rawRequest);
+  if (name === undefined || at === undefined || key === undefined || request === undefined) return undefined;
   if ((rawField !== undefined && field === undefined) || (rawEdge !== undefined && withEdge === undefined))
     return undefined;
   return {
-    label: label as AuthorLabel,
-    name: name!,
+    label,
+    name,
     ...(field === undefined ? {} : { field }),
-    verb: verb as AuthorVerb,
+    verb,
     ...(withEdge === undefined ? {} : { withEdge }),
-    at: at!,
-    key: key!,
-    request: request!,
+    at,
+    key,
+    request,
   };
 }
 

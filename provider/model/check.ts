@@ -42,7 +42,7 @@ export const isProps = (v: unknown): v is Props => v !== null && typeof v === "o
  * `edge_id` and `adopt` beside it), or failures named by Pulumi property path: one conversion to
  * the wire, one pass of the contract's schema.
  */
-export function checkAgainst<I>(schema: z.ZodType, news: unknown, local: LocalInputs): Checked<I> {
+export function checkAgainst<I>(schema: z.ZodType<Props>, news: unknown, local: LocalInputs): Checked<I> {
   if (!isProps(news)) {
     return {
       inputs: {} as I,
@@ -61,7 +61,7 @@ export function checkAgainst<I>(schema: z.ZodType, news: unknown, local: LocalIn
   }
 }
 
-function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Checked<I> {
+function checkObject<I>(schema: z.ZodType<Props>, news: Props, local: LocalInputs): Checked<I> {
   const { edgeId, adopt, ...rest } = news;
   const failures: CheckFailure[] = [];
 
@@ -85,7 +85,7 @@ function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Che
   for (const path of nonCamelKeys(rest)) {
     failures.push({
       property: path,
-      reason: `use camelCase property names (${toCamel(path.split(".").pop()!)})`,
+      reason: `use camelCase property names (${toCamel(path.slice(path.lastIndexOf(".") + 1))})`,
     });
   }
 
@@ -95,17 +95,17 @@ function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Che
     const issues = result.error.issues
       // An unknown field is a typo whatever its value, and its object is known: always report it.
       .filter((i) => i.code === "unrecognized_keys" || !pathHitsUnknown(wire, i.path))
-      .map((i) => ({
-        ...i,
-        path: camelPath(i.path),
-        ...(i.code === "unrecognized_keys" ? { keys: i.keys.map(toCamel) } : {}),
-      })) as typeof result.error.issues;
+      .map((i): z.core.$ZodIssue =>
+        i.code === "unrecognized_keys"
+          ? { ...i, path: camelPath(i.path), keys: i.keys.map(toCamel) }
+          : { ...i, path: camelPath(i.path) },
+      );
     for (const p of issuesToProblems(issues))
       failures.push({ property: p.field || "(inputs)", reason: p.msg });
   }
 
   const known = !containsUnknown(rest);
-  const value: Props = { ...(result.success && known ? (result.data as Props) : wire) };
+  const value: Props = { ...(result.success && known ? result.data : wire) };
   if (local.edgeId) value.edge_id = edgeId;
   if (adopt !== undefined) value.adopt = adopt;
   return { inputs: value as I, failures };
@@ -116,8 +116,8 @@ function checkObject<I>(schema: z.ZodType, news: Props, local: LocalInputs): Che
  * wire, one pass of the same schema, so defaults written by any version are filled the same way.
  * A value today's schema refuses is kept as it is (the diff then shows it as a change).
  */
-export function canonicalAgainst<I>(schema: z.ZodType, value: Props, local: LocalValues): I {
+export function canonicalAgainst<I>(schema: z.ZodType<Props>, value: Props, local: LocalValues): I {
   const wire = toWire<Props>(value);
   const result = schema.safeParse(wire);
-  return { ...(result.success ? (result.data as Props) : wire), ...local } as I;
+  return { ...(result.success ? result.data : wire), ...local } as I;
 }

@@ -54,10 +54,11 @@ export function checkRoute(news: unknown, olds?: unknown): Checked<RouteConfig> 
  * old inputs back as news). A 0 the program writes is still refused.
  */
 function withoutLegacyUnsetBuckets(value: unknown, when = true): unknown {
-  const cb = isProps(value) ? value[MODULE_PROPERTY.circuit_breaker] : undefined;
-  if (!when || !isProps(cb) || cb.numBuckets !== NUM_BUCKETS_UNSET) return value;
+  if (!when || !isProps(value)) return value;
+  const cb = value[MODULE_PROPERTY.circuit_breaker];
+  if (!isProps(cb) || cb.numBuckets !== NUM_BUCKETS_UNSET) return value;
   const { numBuckets: _unset, ...rest } = cb;
-  return { ...(value as Props), [MODULE_PROPERTY.circuit_breaker]: rest };
+  return { ...value, [MODULE_PROPERTY.circuit_breaker]: rest };
 }
 
 const keptFromOlds = (olds: unknown): boolean => withoutLegacyUnsetBuckets(olds) !== olds; // the old inputs hold the 0.1 unset value
@@ -70,8 +71,7 @@ export function decodeRoute(stored: unknown): RouteConfig {
   const { edgeId, ...rest } = (withoutLegacyUnsetBuckets(stored) as Props | undefined) ?? {};
   const value: Props = {};
   for (const [key, v] of Object.entries(rest)) {
-    if (key.startsWith("__") || key === "adopt" || (ROUTE_OUTPUT_ONLY as readonly string[]).includes(key))
-      continue;
+    if (key.startsWith("__") || key === "adopt" || ROUTE_OUTPUT_ONLY.some((k) => k === key)) continue;
     if (v === null || v === undefined) continue;
     if (key === MODULE_PROPERTY.saml && isProps(v)) {
       value[key] = Object.fromEntries(Object.entries(v).filter(([k]) => !SAML_OUTPUT_ONLY.includes(k)));

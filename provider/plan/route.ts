@@ -5,6 +5,7 @@
 import {
   AUTH_MODULES,
   isAuthModule,
+  isRouteModuleName,
   ROUTE_MODULE_NAMES,
   type RouteModuleName,
   type RouteUpdate,
@@ -50,9 +51,7 @@ export function planRoute(current: RouteConfig, desired: RouteConfig): RoutePlan
       removed.push(name);
     }
   }
-  const changed = differ.map((f) =>
-    f in MODULE_PROPERTY ? MODULE_PROPERTY[f as RouteModuleName] : toCamel(f),
-  );
+  const changed = differ.map((f) => (isRouteModuleName(f) ? MODULE_PROPERTY[f] : toCamel(f)));
   const changes = propertyChanges(current, desired, differ, replacing);
   const replaces = replacing.size > 0 ? ["edgeId"] : [];
   if (replaces.length > 0) return { replaces, changed, changes, steps: [] };

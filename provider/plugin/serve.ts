@@ -20,22 +20,41 @@ import { exitWhenEngineGone } from "../engine/watchdog";
 import type { PropertyChange } from "../plan/detail";
 import type { EdgeProvider } from "./provider";
 
-type Call = { request: Record<string, (...a: unknown[]) => unknown> };
+/** A protobuf Struct as the requests hand their properties. */
+type JsStruct = { toJavaScript(): Record<string, unknown> };
+/**
+ * What the handlers below read of the requests grpc-js hands them (ConfigureRequest,
+ * CheckRequest, DiffRequest, ReadRequest of provider_pb): the getters each uses; those only some
+ * kinds have are optional.
+ */
+interface Request {
+  getVariablesMap(): { forEach(f: (v: string, k: string) => void): void };
+  getArgs(): JsStruct | undefined;
+  getName?(): string | undefined;
+  getUrn(): string;
+  getOlds?(): JsStruct | undefined;
+  getNews?(): JsStruct | undefined;
+  getOldInputs?(): JsStruct | undefined;
+  getProperties(): unknown;
+  setProperties(properties: unknown): void;
+}
+type Call = { request: Request };
 type Callback = (err: unknown, value?: unknown) => void;
 type Handler = (call: Call, callback: Callback) => void;
+/** A service's implementation as grpc-js takes it: a handler per method name. */
+type Impl = Record<string, Handler | undefined>;
 
 function mendServer(edge: EdgeProvider): void {
-  type AddService = (this: unknown, service: object, impl: object) => void;
+  type AddService = (this: unknown, service: object, impl: Impl) => void;
   const grpc = fromPulumi<{ Server: { prototype: { addService: AddService } } }>("@grpc/grpc-js");
   const { Struct } = fromPulumi<{ Struct: (new () => unknown) & { fromJavaScript(v: object): unknown } }>(
     "google-protobuf/google/protobuf/struct_pb",
   );
   const addService = grpc.Server.prototype.addService;
-  grpc.Server.prototype.addService = function (service: object, impl: object) {
-    const original = impl as Record<string, Handler | undefined>;
+  grpc.Server.prototype.addService = function (service: object, impl: Impl) {
     const handlers: Record<string, Handler> = {};
     for (const name of Object.keys(service)) {
-      const h = original[name];
+      const h = impl[name];
       if (typeof h === "function") handlers[name] = h.bind(impl);
     }
     const configure = handlers.configure;
@@ -45,10 +64,9 @@ function mendServer(edge: EdgeProvider): void {
       handlers.configure = (call, callback) => {
         try {
           const variables: Record<string, string> = {};
-          const map = call.request.getVariablesMap!() as { forEach(f: (v: string, k: string) => void): void };
-          map.forEach((v, k) => (variables[k] = v));
-          const args = call.request.getArgs!() as { toJavaScript(): Record<string, unknown> } | undefined;
-          const name = call.request.getName?.() as string | undefined;
+          call.request.getVariablesMap().forEach((v, k) => (variables[k] = v));
+          const args = call.request.getArgs();
+          const name = call.request.getName?.();
           edge.configure({ args: args?.toJavaScript() ?? {}, variables, name: name || undefined });
         } catch (e) {
           callback(e);
@@ -57,8 +75,7 @@ function mendServer(edge: EdgeProvider): void {
         configure(call, callback);
       };
     }
-    type Props = { toJavaScript(): Record<string, unknown> } | undefined;
-    const props = (value: unknown) => (value as Props)?.toJavaScript() ?? {};
+    const props = (value: JsStruct | undefined) => value?.toJavaScript() ?? {};
     handlers.checkConfig = (call, callback) => {
       try {
         const { CheckResponse } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
@@ -90,16 +107,16 @@ function mendServer(edge: EdgeProvider): void {
     };
     if (read) {
       handlers.read = (call, callback) => {
-        if (!call.request.getProperties!()) call.request.setProperties!(new Struct());
+        if (!call.request.getProperties()) call.request.setProperties(new Struct());
         read(call, callback);
       };
     }
     if (diff) {
       handlers.diff = (call, callback) => {
-        const urn = call.request.getUrn!() as string;
+        const urn = call.request.getUrn();
         diff(call, (err, answer) => {
           const changes = edge.takeDetailedDiff(urn);
-          if (!err && changes && answer) withDetailedDiff(answer, changes);
+          if (!err && changes && isDiffAnswer(answer)) withDetailedDiff(answer, changes);
           callback(err, answer);
         });
       };
@@ -119,13 +136,18 @@ interface DiffAnswer {
   getDetaileddiffMap(): { set(key: string, value: unknown): void };
   setHasdetaileddiff(v: boolean): void;
 }
+/** The answer of a Diff: a DiffResponse, which has a detailed diff to fill. */
+const isDiffAnswer = (answer: unknown): answer is DiffAnswer =>
+  typeof answer === "object" &&
+  answer !== null &&
+  "getDetaileddiffMap" in answer &&
+  typeof answer.getDetaileddiffMap === "function";
 
 /** Puts `changes` on a DiffResponse as its detailed diff (input paths, replacing or not). */
-function withDetailedDiff(answer: unknown, changes: PropertyChange[]): void {
+function withDetailedDiff(response: DiffAnswer, changes: PropertyChange[]): void {
   const { PropertyDiff } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
   // PropertyDiff.Kind: ADD, ADD_REPLACE, DELETE, DELETE_REPLACE, UPDATE, UPDATE_REPLACE.
   const KIND = { add: 0, delete: 2, update: 4 } as const;
-  const response = answer as DiffAnswer;
   const map = response.getDetaileddiffMap();
   for (const change of changes) {
     const diff = new PropertyDiff();

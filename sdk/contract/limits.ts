@@ -55,11 +55,12 @@ export const BODY_MAX_VALUES = 20_000;
 /** The error message for a list or map over its bound, the same wherever it is checked. */
 export const tooManyItemsMessage = (max: number): string => `must hold at most ${max} items`;
 
+/** A key whose list LIST_MAX_ITEMS bounds. */
+const isListKey = (key: PropertyKey | undefined): key is keyof typeof LIST_MAX_ITEMS =>
+  typeof key === "string" && Object.hasOwn(LIST_MAX_ITEMS, key);
 /** The bound on the items of a body's array or object found at `key` (LIST_MAX_ITEMS, else BODY_MAX_ITEMS). */
 export const maxItemsAt = (key: PropertyKey | undefined): number =>
-  typeof key === "string" && Object.hasOwn(LIST_MAX_ITEMS, key)
-    ? LIST_MAX_ITEMS[key as keyof typeof LIST_MAX_ITEMS]
-    : BODY_MAX_ITEMS;
+  isListKey(key) ? LIST_MAX_ITEMS[key] : BODY_MAX_ITEMS;
 
 /** Identifiers (path parameters, backend and IP policy ids): this character set, 1..64 long. */
 export const ID_PATTERN = /^[A-Za-z0-9_]{1,64}$/;

@@ -39,6 +39,12 @@ const text = z.string({ error: "must be a string" }).default("");
 /** A list of at most `max` items (LIST_MAX_ITEMS), the bound said in its description too. */
 const boundedList = <T extends z.ZodType>(item: T, max: number, error: string) =>
   z.array(item, { error }).max(max, { error: tooManyItemsMessage(max) });
+/** The description `schema` was given, for a schema that reuses it (a missing one is a bug here). */
+const descriptionOf = (schema: z.ZodType): string => {
+  if (schema.description === undefined)
+    throw new Error("the contract reuses a schema's description it lacks");
+  return schema.description;
+};
 /** " At most N." for a list's description (OpenAPI and the plugin schema carry it). */
 const atMost = (max: number, what = "items") => ` At most ${max} ${what}.`;
 const textList = (max: number) =>
@@ -140,7 +146,7 @@ export const backendResponseSchema = z
     enabled: z.boolean(),
     backend: refSchema.describe("The backend that backs the endpoint."),
   })
-  .describe(backendMutateSchema.description!);
+  .describe(descriptionOf(backendMutateSchema));
 
 export const ipPolicyMutateSchema = z
   .strictObject({
@@ -160,7 +166,7 @@ export const ipPolicyResponseSchema = z
       .array(refSchema)
       .describe("The IP policies used to check source IPs, in the order of `ip_policy_ids`."),
   })
-  .describe(ipPolicyMutateSchema.description!);
+  .describe(descriptionOf(ipPolicyMutateSchema));
 
 const NUM_BUCKETS_TEXT = "Number of buckets into which metrics are kept.";
 export const circuitBreakerSchema = z
@@ -207,7 +213,7 @@ export const circuitBreakerResponseSchema = circuitBreakerSchema
       .max(NUM_BUCKETS_MAX)
       .describe(`${NUM_BUCKETS_TEXT} 0 when unset, else ${NUM_BUCKETS_MIN} to ${NUM_BUCKETS_MAX}.`),
   })
-  .describe(circuitBreakerSchema.description!);
+  .describe(descriptionOf(circuitBreakerSchema));
 /** What an unset `num_buckets` reads back as. */
 export const NUM_BUCKETS_UNSET = 0;
 
@@ -330,7 +336,7 @@ const slot = (name: string) =>
 export const oauthProviderSchema = z
   .strictObject(
     {
-      github: oauthGithubSchema.nullable().default(null).describe(oauthGithubSchema.description!),
+      github: oauthGithubSchema.nullable().default(null).describe(descriptionOf(oauthGithubSchema)),
       facebook: slot("Facebook"),
       microsoft: slot("Microsoft"),
       google: slot("Google"),
@@ -433,7 +439,7 @@ export const samlComputedSchema = z.object({
 });
 export const samlResponseSchema = z
   .object({ ...samlMutateSchema.shape, ...samlComputedSchema.shape })
-  .describe(samlMutateSchema.description!);
+  .describe(descriptionOf(samlMutateSchema));
 
 export const userAgentFilterSchema = z
   .strictObject({
@@ -589,9 +595,10 @@ export function authModuleProblem(
 ): Problem | undefined {
   const has = new Set(configured);
   const present = AUTH_MODULES.filter((m) => has.has(m));
-  if (present.length <= 1) return undefined;
+  const last = present.at(-1);
+  if (present.length <= 1 || last === undefined) return undefined;
   const writing = new Set(written);
-  const field = present.find((m) => writing.has(m)) ?? present[present.length - 1]!;
+  const field = present.find((m) => writing.has(m)) ?? last;
   const others = present.filter((m) => m !== field);
   return {
     field,

@@ -174,8 +174,8 @@ export class ServiceMetrics {
         for (const [operation, c] of this.operations) {
           if (c.count === 0) continue; // an operation never asked for has no series
           let cumulative = 0;
-          for (let i = 0; i <= LATENCY_BUCKETS.length; i++) {
-            cumulative += c.buckets[i]!;
+          for (const [i, count] of c.buckets.entries()) {
+            cumulative += count;
             const le = i < LATENCY_BUCKETS.length ? String(LATENCY_BUCKETS[i]) : "+Inf";
             values.push({ metricName: `${name}_bucket`, labels: { le, operation }, value: cumulative });
           }
@@ -208,9 +208,10 @@ export class ServiceMetrics {
     c.statuses.set(status, (c.statuses.get(status) ?? 0) + 1);
     c.count++;
     c.seconds += seconds;
-    let i = 0;
-    while (i < LATENCY_BUCKETS.length && seconds > LATENCY_BUCKETS[i]!) i++;
-    c.buckets[i]!++;
+    // The first bucket whose bound is not below the duration, else the last (+Inf).
+    const bucket = LATENCY_BUCKETS.findIndex((bound) => !(seconds > bound));
+    const i = bucket === -1 ? LATENCY_BUCKETS.length : bucket;
+    c.buckets[i] = (c.buckets[i] ?? 0) + 1;
   }
 
   /** A keyed create answered by the object an earlier one made (`Idempotent-Replayed`). */

@@ -237,9 +237,10 @@ export class EdgeService {
       if (q.key !== undefined) filters.set("key", q.key);
       const uri = `${ctx.baseUrl}/audit_events${filters.size > 0 ? `?${filters.toString()}` : ""}`;
       let next: string | null = null;
-      if (events.length > limit) {
+      const last = page.at(-1);
+      if (events.length > limit && last !== undefined) {
         filters.set("limit", String(limit));
-        filters.set("before_id", page[page.length - 1]!.id);
+        filters.set("before_id", last.id);
         next = `${ctx.baseUrl}/audit_events?${filters.toString()}`;
       }
       return { audit_events: page, uri, next_page_uri: next };
@@ -263,10 +264,10 @@ export class EdgeService {
             { kind: EDGE_AUDIT_KIND[kind], id: row.id },
             diffChanges(undefined, edgeImage(row)),
           );
-          return this.renderEdge(tx, (await tx.getEdge(kind, row.id))!, ctx);
+          return this.renderEdge(tx, await this.requireEdge(tx, kind, row.id), ctx);
         },
         // The request (its fingerprint) names the kind: the edge found is of this kind.
-        existing: async (found) => this.renderEdge(tx, (await tx.getEdge(kind, found.id))!, ctx),
+        existing: async (found) => this.renderEdge(tx, await this.requireEdge(tx, kind, found.id), ctx),
       }),
     );
   }
@@ -288,8 +289,8 @@ export class EdgeService {
       const items: Array<HttpsEdge | TlsEdge> = [];
       for (const r of rows.slice(0, limit)) items.push(await this.renderEdge(tx, r, ctx));
       const uri = `${ctx.baseUrl}/edges/${kind}`;
-      const next =
-        rows.length > limit ? `${uri}?limit=${limit}&before_id=${items[items.length - 1]!.id}` : null;
+      const last = items.at(-1);
+      const next = rows.length > limit && last ? `${uri}?limit=${limit}&before_id=${last.id}` : null;
       return kind === "https"
         ? { https_edges: items as HttpsEdge[], uri, next_page_uri: next }
         : { tls_edges: items as TlsEdge[], uri, next_page_uri: next };
@@ -366,8 +367,8 @@ export class EdgeService {
       const rows = await tx.listRoutes(edgeId, limit + 1, beforeSeq);
       const routes = await this.renderRoutes(tx, rows.slice(0, limit), ctx);
       const uri = `${ctx.baseUrl}/edges/https/${edgeId}/routes`;
-      const next =
-        rows.length > limit ? `${uri}?limit=${limit}&before_id=${routes[routes.length - 1]!.id}` : null;
+      const last = routes.at(-1);
+      const next = rows.length > limit && last ? `${uri}?limit=${limit}&before_id=${last.id}` : null;
       return { routes, uri, next_page_uri: next };
     });
   }
@@ -648,8 +649,9 @@ export class EdgeService {
       for (let before: number | undefined; ;) {
         const batch = await tx.listRoutes(row.id, 500, before);
         routes.push(...batch);
-        if (batch.length < 500) break;
-        before = batch[batch.length - 1]!.seq;
+        const last = batch.at(-1);
+        if (batch.length < 500 || last === undefined) break;
+        before = last.seq;
       }
       return { ...base, routes: await this.renderRoutes(tx, routes.reverse(), ctx) };
     }

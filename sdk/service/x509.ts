@@ -44,14 +44,15 @@ function unsignedInteger(bytes: Buffer): Buffer {
   while (i < bytes.length - 1 && bytes[i] === 0) i++;
   let body = bytes.subarray(i);
   if (body.length === 0) body = Buffer.from([0]);
-  if (body[0]! & 0x80) body = Buffer.concat([Buffer.from([0]), body]);
+  if (body.readUInt8(0) & 0x80) body = Buffer.concat([Buffer.from([0]), body]);
   return tlv(0x02, body);
 }
 
 /** OBJECT IDENTIFIER: first two arcs packed as 40*a+b, each arc in base-128 with continuation bits. */
 function oid(dotted: string): Buffer {
-  const arcs = dotted.split(".").map(Number);
-  const values = [arcs[0]! * 40 + arcs[1]!, ...arcs.slice(2)];
+  const [first, second, ...rest] = dotted.split(".").map(Number);
+  if (first === undefined || second === undefined) throw new Error(`OID ${dotted} has fewer than two arcs`);
+  const values = [first * 40 + second, ...rest];
   const out: number[] = [];
   for (const v of values) {
     const chunk = [v & 0x7f];
@@ -85,7 +86,7 @@ const criticalExtension = (id: string, value: Buffer): Buffer =>
 function randomSerial(): Buffer {
   for (;;) {
     const bytes = crypto.randomBytes(16);
-    bytes[0] = bytes[0]! & 0x7f;
+    bytes.writeUInt8(bytes.readUInt8(0) & 0x7f, 0);
     if (bytes.some((b) => b !== 0)) return bytes;
   }
 }
