@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
-import { parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
+import { type ParsedCommandLine, parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
 import { currentSettings, edgeClient } from "../config";
 import { parseEdgeConfig } from "../declarative/load";
 import { exportFleet, filterFleet } from "./fleet";
@@ -55,22 +55,32 @@ export async function runExport(argv: string[]): Promise<number> {
   }
 }
 
+const OPTIONS = {
+  edge: { type: "string", multiple: true },
+  "description-match": { type: "string" },
+  "metadata-match": { type: "string" },
+  out: { type: "string", default: "." },
+  force: { type: "boolean", default: false },
+  "secrets-dir": { type: "string" },
+  "base-url": { type: "string" },
+  "data-dir": { type: "string" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type Values = ParsedCommandLine<{
+  args: string[];
+  allowPositionals: false;
+  options: typeof OPTIONS;
+}>["values"];
+
+/** The two files written, under `--out`. */
+interface ExportFiles {
+  yaml: string;
+  imports: string;
+}
+
 async function exportCommand(argv: string[]): Promise<number> {
-  const { values } = parseCommandLine({
-    args: argv,
-    allowPositionals: false,
-    options: {
-      edge: { type: "string", multiple: true, default: [] },
-      "description-match": { type: "string" },
-      "metadata-match": { type: "string" },
-      out: { type: "string", default: "." },
-      force: { type: "boolean", default: false },
-      "secrets-dir": { type: "string" },
-      "base-url": { type: "string" },
-      "data-dir": { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
+  const { values } = parseCommandLine({ args: argv, allowPositionals: false, options: OPTIONS });
   if (values.help) {
     console.log(EXPORT_USAGE);
     return 0;
@@ -79,31 +89,24 @@ async function exportCommand(argv: string[]): Promise<number> {
     descriptionMatch: regex(values["description-match"], "description-match"),
     metadataMatch: regex(values["metadata-match"], "metadata-match"),
   };
-
   const out = resolve(values.out);
-  const files = { yaml: join(out, "edges.yaml"), imports: join(out, "import.json") };
-  const present = Object.values(files).filter((f) => existsSync(f));
+  const files: ExportFiles = { yaml: join(out, "edges.yaml"), imports: join(out, "import.json") };
+  const present = [files.yaml, files.imports].filter((f) => existsSync(f));
   if (present.length > 0 && !values.force) {
-    console.error(`pulumi-edge export: ${present.join(" and ")} already exist: add --force to overwrite`);
+    console.error(`${COMMAND}: ${present.join(" and ")} already exist: add --force to overwrite`);
     return 1;
   }
-
-  const env = currentSettings();
-  const settings = {
-    ...env,
-    baseUrl: values["base-url"] ?? env.baseUrl,
-    dataDir: values["data-dir"] ? resolve(values["data-dir"]) : env.dataDir,
-  };
+  const settings = sourceSettings(values);
   if (!settings.baseUrl && !existsSync(join(settings.dataDir, "edge.db"))) {
     console.error(
-      `pulumi-edge export: no edge service data in ${settings.dataDir}: give --base-url URL (or EDGE_API_URL) ` +
+      `${COMMAND}: no edge service data in ${settings.dataDir}: give --base-url URL (or EDGE_API_URL) ` +
         "for a running service, or --data-dir DIR for the embedded service's data directory",
     );
     return 1;
   }
   const source = settings.baseUrl ?? `the data directory ${settings.dataDir}`;
 
-  const fleet = filterFleet(await readFleet(edgeClient(settings), values.edge), filter);
+  const fleet = filterFleet(await readFleet(edgeClient(settings), values.edge ?? []), filter);
   const exported = exportFleet(fleet, {
     version: VERSION,
     header: [
@@ -113,41 +116,60 @@ async function exportCommand(argv: string[]): Promise<number> {
   });
   // What is written is what the declarative face reads: loaded back with its own loader first.
   await parseEdgeConfig(exported.yaml, files.yaml);
-
   mkdirSync(out, { recursive: true });
   writeFileSync(files.yaml, exported.yaml);
   writeFileSync(files.imports, `${JSON.stringify({ resources: exported.imports }, null, 2)}\n`);
-  const { httpsEdges, routes, tlsEdges, ipRestrictions } = exported.counts;
-  const shown = (f: string) => relative(process.cwd(), f) || f;
-  const n = (count: number, what: string) => `${count} ${what}${count === 1 ? "" : "s"}`;
-  console.log(
-    `exported ${n(httpsEdges, "HTTPS edge")} (${n(routes, "route")}) and ${n(tlsEdges, "TLS edge")} ` +
-      `(${n(ipRestrictions, "IP restriction")}) from ${source}:`,
-  );
-  console.log(`  ${shown(files.yaml)}\n  ${shown(files.imports)} (${exported.imports.length} resources)`);
-
-  if (exported.secrets.length > 0) {
-    const dir = values["secrets-dir"] ? resolve(values["secrets-dir"]) : undefined;
-    if (dir) {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
-      chmodSync(dir, 0o700);
-      for (const s of exported.secrets) writeFileSync(join(dir, s.key), s.value, { mode: 0o600 });
-    }
-    console.log(
-      `\n${n(exported.secrets.length, "secret")} referenced, not written, in edges.yaml (!secret <key>). ` +
-        (dir
-          ? `Their values are in ${shown(dir)} (mode 0600; delete it once set). Set them in the stack:`
-          : "Set each in the stack with its value (or rerun with --secrets-dir DIR to have them written there):"),
-    );
-    for (const s of exported.secrets) {
-      const from = dir ? ` < ${shown(join(dir, s.key))}` : " <value>";
-      console.log(`  pulumi config set --secret ${s.key}${from}    # ${s.where}`);
-    }
-  }
+  tellWritten(exported, files, source);
+  const secretsDir = values["secrets-dir"] ? resolve(values["secrets-dir"]) : undefined;
+  if (exported.secrets.length > 0) writeAndTellSecrets(exported.secrets, secretsDir);
   console.log(
     "\nThen, in a Pulumi project whose program deploys edges.yaml on the packaged provider:\n" +
       "  pulumi import --file import.json --protect=false --generate-code=false --yes\n" +
       "  pulumi preview --expect-no-changes",
   );
   return 0;
+}
+
+/** The service to read: the providers' settings, with --base-url and --data-dir over them. */
+function sourceSettings(values: Values) {
+  const env = currentSettings();
+  return {
+    ...env,
+    baseUrl: values["base-url"] ?? env.baseUrl,
+    dataDir: values["data-dir"] ? resolve(values["data-dir"]) : env.dataDir,
+  };
+}
+
+type Exported = ReturnType<typeof exportFleet>;
+
+const shown = (f: string) => relative(process.cwd(), f) || f;
+const n = (count: number, what: string) => `${count} ${what}${count === 1 ? "" : "s"}`;
+
+/** What was exported, from where, into which files. */
+function tellWritten(exported: Exported, files: ExportFiles, source: string): void {
+  const { httpsEdges, routes, tlsEdges, ipRestrictions } = exported.counts;
+  console.log(
+    `exported ${n(httpsEdges, "HTTPS edge")} (${n(routes, "route")}) and ${n(tlsEdges, "TLS edge")} ` +
+      `(${n(ipRestrictions, "IP restriction")}) from ${source}:`,
+  );
+  console.log(`  ${shown(files.yaml)}\n  ${shown(files.imports)} (${exported.imports.length} resources)`);
+}
+
+/** The secrets edges.yaml references: their values into `dir` (0600) if given, and how to set each. */
+function writeAndTellSecrets(secrets: Exported["secrets"], dir: string | undefined): void {
+  if (dir) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    for (const s of secrets) writeFileSync(join(dir, s.key), s.value, { mode: 0o600 });
+  }
+  console.log(
+    `\n${n(secrets.length, "secret")} referenced, not written, in edges.yaml (!secret <key>). ` +
+      (dir
+        ? `Their values are in ${shown(dir)} (mode 0600; delete it once set). Set them in the stack:`
+        : "Set each in the stack with its value (or rerun with --secrets-dir DIR to have them written there):"),
+  );
+  for (const s of secrets) {
+    const from = dir ? ` < ${shown(join(dir, s.key))}` : " <value>";
+    console.log(`  pulumi config set --secret ${s.key}${from}    # ${s.where}`);
+  }
 }
