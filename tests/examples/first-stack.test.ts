@@ -44,6 +44,7 @@ import { MARKER_VARIABLE, processesMarked, survivors } from "../support/leftover
 import { scaled } from "../support/machine";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
+const { regions } = require("../../scripts/snippets.js") as typeof import("../../scripts/snippets.js");
 const VERSION = (require("../../package.json") as { version: string }).version;
 const PLATFORM = `${process.platform}-${{ x64: "amd64", arm64: "arm64" }[process.arch as string] ?? process.arch}`;
 const OIDC_SECRET = "first-stack-oidc-secret-5e1f";
@@ -115,6 +116,19 @@ test("the release directory holds what the scripts name", () => {
     // Only names of the release's files, at this version.
     for (const [, file] of script.matchAll(/\$EDGE_DIST\/([^"\s]+)/g))
       expect(existsSync(join(dist, file!.replace("$platform", PLATFORM)))).toBe(true);
+  }
+});
+
+test("the guide's \"A first stack\" shows each script's snippet region as it is (scripts/snippets.js)", () => {
+  // snippets.test.ts checks that every snippet the docs show equals its source; this, that the
+  // guide shows these four at all, under its "A first stack".
+  const guide = readFileSync(join(engine.ROOT, "docs", "guide.md"), "utf8");
+  const section = guide.slice(guide.indexOf("\n## A first stack\n"), guide.indexOf("\n## Which face?\n"));
+  for (const language of ["typescript", "python", "go", "yaml"]) {
+    const file = `examples/${language}/first-stack.sh`;
+    const region = regions(file).get("first-stack");
+    expect(region).toMatch(/^pulumi up --yes$/m);
+    expect(section).toContain(`<!-- snippet: ${file}#first-stack -->\n\`\`\`sh\n${region}\`\`\``);
   }
 });
 
