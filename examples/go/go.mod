@@ -1,3 +1,7 @@
+// The generated Go SDK is the release's Go module (pulumi-edge-go-<version> among its files), not
+// on a module proxy: name where it is with
+//   go mod edit -replace=github.com/pulumi-edge/pulumi-edge/sdk/go=<its directory>
+// (first-stack.sh does). github.com/pulumi/pulumi/sdk/v3 is pinned to the Pulumi CLI's version.
 module example.com/edge-go
 
 go 1.25.11
@@ -117,7 +121,3 @@ require (
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	lukechampine.com/frand v1.4.2 // indirect
 )
-
-// The generated Go SDK ships in the npm package pulumi-edge (npm install it beside this file), and
-// beside its tarball after `npm pack` (pulumi-edge-go-<version>): point this at where it is.
-replace github.com/pulumi-edge/pulumi-edge/sdk/go => ./node_modules/pulumi-edge/dist/sdks/go

@@ -1,5 +1,6 @@
 // The packaged edge provider from Go: an HTTPS edge and a route with modules, on the generated
-// Go SDK. Run with the Go language host (pulumi-language-go, in the official CLI archive).
+// Go SDK. Run with the Go language host (pulumi-language-go, in the official CLI archive):
+// first-stack.sh deploys it (guide, "A first stack").
 package main
 
 import (

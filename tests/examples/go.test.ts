@@ -8,28 +8,37 @@
  * host installed the example is deployed too; without it that test is skipped, saying so.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { delimiter, join } from "node:path";
 import { promisify } from "node:util";
 import { quiet } from "../engine/support/harness";
-import { programWorkspace } from "../support/workspace";
+import { declareCheckoutPlugin } from "../packaged/support/plugin";
+import { scaled } from "../support/machine";
+import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const SDK = join(engine.ROOT, "dist", "sdks", "go");
-const REPLACE = "=> ./node_modules/pulumi-edge/dist/sdks/go";
+const SDK_MODULE = "github.com/pulumi-edge/pulumi-edge/sdk/go";
 
-/** The example, its go.mod pointing at this checkout's generated SDK (a user's points into node_modules). */
-function goExample() {
+/**
+ * The copies a test made, removed after it: jest runs afterEach after a timeout too, while a
+ * timed-out body's own `finally` runs late or never, leaving the copy behind.
+ */
+const made: Workspace[] = [];
+afterEach(() => {
+  for (const ex of made.splice(0)) ex.cleanup();
+});
+
+/**
+ * The example, as first-stack.sh makes it: its go.mod given a replace to the SDK's module (here
+ * this checkout's generated one; a user's is the release's), and for the tests' engine, which
+ * downloads nothing, this checkout's plugin named in Pulumi.yaml.
+ */
+async function goExample() {
   const ex = programWorkspace(join(engine.ROOT, "examples", "go"), "example-go");
-  const mod = join(ex.dir, "go.mod");
-  const text = readFileSync(mod, "utf8");
-  expect(text).toContain(REPLACE);
-  writeFileSync(mod, text.replace(REPLACE, `=> ${SDK}`));
-  const yaml = join(ex.dir, "Pulumi.yaml");
-  writeFileSync(
-    yaml,
-    readFileSync(yaml, "utf8").replace("node_modules/pulumi-edge/bin", join(engine.ROOT, "bin")),
-  );
+  made.push(ex);
+  await go(ex.dir, ["mod", "edit", `-replace=${SDK_MODULE}=${SDK}`]);
+  declareCheckoutPlugin(ex.dir);
   return ex;
 }
 
@@ -51,26 +60,34 @@ async function go(dir: string, args: string[]): Promise<string> {
 
 const goLine = (file: string) => /^go (\S+)$/m.exec(readFileSync(file, "utf8"))?.[1];
 
-test("the generated Go SDK is a tidy module of its own that builds and vets as is", async () => {
-  expect(readFileSync(join(SDK, "go.mod"), "utf8")).toMatch(
-    /^module github\.com\/pulumi-edge\/pulumi-edge\/sdk\/go$/m,
-  );
-  await go(SDK, ["mod", "tidy", "-diff"]);
-  await go(SDK, ["vet", "./..."]);
-}, 600_000);
+test(
+  "the generated Go SDK is a tidy module of its own that builds and vets as is",
+  async () => {
+    expect(readFileSync(join(SDK, "go.mod"), "utf8")).toMatch(
+      /^module github\.com\/pulumi-edge\/pulumi-edge\/sdk\/go$/m,
+    );
+    await go(SDK, ["mod", "tidy", "-diff"]);
+    await go(SDK, ["vet", "./..."]);
+  },
+  scaled(600_000),
+);
 
-test("examples/go is a tidy module whose go line is the SDK's, and builds on it without GOFLAGS", async () => {
-  expect(goLine(join(engine.ROOT, "examples", "go", "go.mod"))).toBe(goLine(join(SDK, "go.mod")));
-  const ex = goExample();
-  try {
+test(
+  "examples/go is a tidy module whose go line is the SDK's, and builds on it without GOFLAGS",
+  async () => {
+    const committed = readFileSync(join(engine.ROOT, "examples", "go", "go.mod"), "utf8");
+    expect(goLine(join(engine.ROOT, "examples", "go", "go.mod"))).toBe(goLine(join(SDK, "go.mod")));
+    // No path of this repository or of a user's layout: first-stack.sh names the release's module.
+    expect(committed).not.toMatch(/^replace\b/m);
+    expect(committed).toMatch(new RegExp(`^\\t${SDK_MODULE.replace(/\./g, "\\.")} v\\d`, "m"));
+    const ex = await goExample();
     await go(ex.dir, ["mod", "tidy", "-diff"]); // exits 1 with the diff when go.mod or go.sum is not tidy
     await go(ex.dir, ["build", "-o", join(ex.dir, "edge-go"), "."]);
     expect(existsSync(join(ex.dir, "edge-go"))).toBe(true);
     await go(ex.dir, ["vet", "."]);
-  } finally {
-    ex.cleanup();
-  }
-}, 600_000);
+  },
+  scaled(600_000),
+);
 
 const goHost = [engine.PULUMI_BIN, ...(process.env.PATH ?? "").split(delimiter)].some(
   (dir) => dir && existsSync(join(dir, "pulumi-language-go")),
@@ -80,16 +97,12 @@ const goHost = [engine.PULUMI_BIN, ...(process.env.PATH ?? "").split(delimiter)]
     ? "examples/go deploys and previews no changes"
     : "examples/go deploy: SKIPPED, no pulumi-language-go host on this machine (it ships in the official Pulumi CLI archive; the Go module proxy refuses it)",
   async () => {
-    const ex = goExample();
-    try {
-      const stack = await engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
-      const up = await stack.up(quiet);
-      expect(up.summary.resourceChanges?.create).toBe(3);
-      await stack.preview({ ...quiet, expectNoChanges: true });
-      await stack.destroy(quiet);
-    } finally {
-      ex.cleanup();
-    }
+    const ex = await goExample();
+    const stack = await engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(3);
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    await stack.destroy(quiet);
   },
-  600_000,
+  scaled(600_000),
 );

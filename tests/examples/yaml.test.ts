@@ -5,12 +5,13 @@
  * official CLI archive, and the Go module proxy this project builds the engine from refuses it,
  * so on machines without it the deploy test is skipped with that reason in its title.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { parse } from "yaml";
 import { quiet, stateExport } from "../engine/support/harness";
-import { programWorkspace } from "../support/workspace";
+import { declareCheckoutPlugin } from "../packaged/support/plugin";
+import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const EXAMPLE = join(engine.ROOT, "examples", "yaml");
@@ -77,6 +78,12 @@ function yamlHost(): string | undefined {
   return cached && join(plugins, cached, name);
 }
 
+/** The copies a test made, removed after it (jest runs afterEach after a timeout too). */
+const made: Workspace[] = [];
+afterEach(() => {
+  for (const ex of made.splice(0)) ex.cleanup();
+});
+
 const host = yamlHost();
 const deploy = host ? test : test.skip;
 deploy(
@@ -85,23 +92,18 @@ deploy(
     : "examples/yaml deploy: SKIPPED, no pulumi-language-yaml host on this machine (it ships in the official Pulumi CLI archive; the Go module proxy refuses it)",
   async () => {
     const ex = programWorkspace(EXAMPLE, "example-yaml");
-    try {
-      const file = join(ex.dir, "Pulumi.yaml");
-      writeFileSync(
-        file,
-        readFileSync(file, "utf8").replace("node_modules/pulumi-edge/bin", join(engine.ROOT, "bin")),
-      );
-      const stack = await engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
-      await stack.setConfig("oidcClientSecret", { value: OIDC_SECRET, secret: true });
-      const up = await stack.up(quiet);
-      expect(up.summary.resourceChanges?.create).toBe(5);
-      expect(up.outputs.routeId!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
-      expect(up.outputs.allowed!.value).toEqual(["ipp_office", "ipp_vpn"]);
-      await stack.preview({ ...quiet, expectNoChanges: true });
-      expect(await stateExport(stack, ex.stateDir)).not.toContain(OIDC_SECRET);
-      await stack.destroy(quiet);
-    } finally {
-      ex.cleanup();
-    }
+    made.push(ex);
+    // The example names no plugin (a user's engine takes it from its cache); the tests' engine
+    // downloads nothing, so it gets this checkout's by path.
+    declareCheckoutPlugin(ex.dir);
+    const stack = await engine.directoryStack({ workDir: ex.dir, stateDir: ex.stateDir, stackName: "dev" });
+    await stack.setConfig("oidcClientSecret", { value: OIDC_SECRET, secret: true });
+    const up = await stack.up(quiet);
+    expect(up.summary.resourceChanges?.create).toBe(5);
+    expect(up.outputs.routeId!.value).toMatch(/^edghts_\w+\/edghtsrt_\w+$/);
+    expect(up.outputs.allowed!.value).toEqual(["ipp_office", "ipp_vpn"]);
+    await stack.preview({ ...quiet, expectNoChanges: true });
+    expect(await stateExport(stack, ex.stateDir)).not.toContain(OIDC_SECRET);
+    await stack.destroy(quiet);
   },
 );

@@ -361,6 +361,20 @@ const goHost = host("go");
   },
 );
 
+/**
+ * A string for Pulumi YAML, which reads `${...}` as its own interpolation (`${VERSION}` is no
+ * resource: "pluginDownloadURL must be a string"): `$${VERSION}` reaches the engine as
+ * `${VERSION}`. A function replacer, since `$$` in a replacement string inserts one `$`.
+ */
+const yamlInterpolated = (url: string) => url.replace(/\$\{/g, () => "$${");
+
+test("a download URL written for Pulumi YAML keeps the engine's ${VERSION} as $${VERSION}", () => {
+  expect(yamlInterpolated("http://h/releases/v${VERSION}/${OS}")).toBe(
+    "http://h/releases/v$${VERSION}/$${OS}",
+  );
+  expect(yamlInterpolated(downloadUrl)).toMatch(/\/releases\/v\$\$\{VERSION\}$/);
+});
+
 const yamlHost = host("yaml");
 (yamlHost ? test : test.skip)(
   `a Pulumi YAML program with nothing installed: up, refresh and destroy with the downloaded plugin${
@@ -380,7 +394,7 @@ const yamlHost = host("yaml");
         "    type: edge:HttpsEdge",
         "    options:",
         `      version: ${VERSION}`,
-        `      pluginDownloadURL: ${downloadUrl.replace("$", "$$")}`,
+        `      pluginDownloadURL: ${yamlInterpolated(downloadUrl)}`,
         "  api:",
         "    type: edge:HttpsEdgeRoute",
         "    properties:",
@@ -389,7 +403,7 @@ const yamlHost = host("yaml");
         "      match: /api",
         "    options:",
         `      version: ${VERSION}`,
-        `      pluginDownloadURL: ${downloadUrl.replace("$", "$$")}`,
+        `      pluginDownloadURL: ${yamlInterpolated(downloadUrl)}`,
         "outputs:",
         "  route: ${api.id}",
         "",

@@ -4,11 +4,11 @@
  * Python SDK (the `pulumi` Python SDK from PyPI at the pinned version, the Python language host
  * built by scripts/provision-pulumi.sh). Both programs read the same `spec`; each step asserts on
  * exactly what reached a recording server. Then examples/python as a user copies it: its own
- * virtualenv from its requirements.txt (pinned `pulumi`, the SDK's wheel out of node_modules),
- * through its lifecycle.
+ * virtualenv from its requirements.txt (pinned `pulumi`, the SDK's wheel from EDGE_DIST), through
+ * its lifecycle.
  */
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync, symlinkSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -22,8 +22,9 @@ import {
   LIFECYCLE_ROUTE as baseRoute,
   stateFiles,
 } from "../engine/support/harness";
+import { scaled } from "../support/machine";
 import { programWorkspace, type Workspace } from "../support/workspace";
-import { packagedWorkspace } from "./support/plugin";
+import { declareCheckoutPlugin, packagedWorkspace } from "./support/plugin";
 import { pythonEnv, pythonHostProblem } from "./support/python";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -194,13 +195,17 @@ describe("examples/python, as a user copies it", () => {
     const problem = pythonHostProblem();
     if (problem) throw new Error(problem);
     ws = programWorkspace(join(engine.ROOT, "examples", "python"), "example-python");
-    // The user's layout: `npm install` of pulumi-edge beside the program (here this checkout,
-    // which the root node_modules links as pulumi-edge), read through the example's relative paths.
-    symlinkSync(join(engine.ROOT, "node_modules"), join(ws.dir, "node_modules"));
-    // What the guide says to run: a virtualenv named as Pulumi.yaml names it, from requirements.txt.
+    // This checkout's plugin, named by path: the tests' engine downloads nothing.
+    declareCheckoutPlugin(ws.dir);
+    // What the guide says to run: a virtualenv named as Pulumi.yaml names it, from requirements.txt,
+    // whose wheel is in EDGE_DIST (here the directory `npm run sdks` built it into).
     const run = async (cmd: string, args: string[]) => {
       try {
-        await promisify(execFile)(cmd, args, { cwd: ws.dir, encoding: "utf8", timeout: 600_000 });
+        await promisify(execFile)(cmd, args, {
+          cwd: ws.dir,
+          encoding: "utf8",
+          env: { ...process.env, EDGE_DIST: join(engine.ROOT, "dist", "python") },
+        });
       } catch (e) {
         const { stdout = "", stderr = "" } = e as { stdout?: string; stderr?: string };
         throw new Error(`${cmd} ${args.join(" ")} failed in ${ws.dir}:\n${stdout}\n${stderr}`);
@@ -226,7 +231,7 @@ describe("examples/python, as a user copies it", () => {
     });
     await stack.setConfig("edge:baseUrl", { value: server.url });
     await stack.setConfig("oidcClientSecret", { value: OIDC_SECRET, secret: true });
-  }, 900_000);
+  }, scaled(900_000));
 
   afterAll(async () => {
     await server?.close();

@@ -12,6 +12,22 @@ import { programWorkspace, type Workspace } from "../../support/workspace";
 const engine = require("../../../scripts/engine.js") as typeof import("../../../scripts/engine.js");
 export const PLUGIN_DIR = join(engine.ROOT, "bin");
 
+/**
+ * Names this checkout's plugin in a program's Pulumi.yaml (a `plugins:` entry by absolute path):
+ * the examples for Python, Go and YAML name none, since a user's engine takes the plugin from its
+ * plugin cache or downloads it, and the tests' engine does neither (plugin acquisition off).
+ */
+export function declareCheckoutPlugin(projectDir: string): void {
+  const file = join(projectDir, "Pulumi.yaml");
+  const text = readFileSync(file, "utf8");
+  if (/^plugins:/m.test(text)) throw new Error(`${file} already declares plugins`);
+  const { version } = require("../../../package.json") as { version: string };
+  writeFileSync(
+    file,
+    `${text.trimEnd()}\nplugins:\n  providers:\n    - name: edge\n      version: ${version}\n      path: ${PLUGIN_DIR}\n`,
+  );
+}
+
 export function packagedWorkspace(fixture: string, label: string): Workspace {
   const ws = programWorkspace(join(__dirname, "..", "fixtures", fixture), label);
   const file = join(ws.dir, "Pulumi.yaml");
