@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Releasing, in two steps (README, "Releases and upgrades"):
+ * Releasing, in two steps (CONTRIBUTING.md, "Releases and upgrades"):
  *
  *   node scripts/release.js prepare 0.2.0   # every place that names the version, CHANGELOG's heading
  *   (review, `npm run generate`, commit)
@@ -27,10 +27,7 @@ const VERSION_PLACES = [
   // The plugin a Pulumi project declares (examples and test fixtures, the guide's YAML).
   ...[
     "examples/adopt-fleet/Pulumi.yaml",
-    "examples/go/Pulumi.yaml",
     "examples/packaged-typescript/Pulumi.yaml",
-    "examples/python/Pulumi.yaml",
-    "examples/yaml/Pulumi.yaml",
     "tests/packaged/fixtures/packaged-spec-program/Pulumi.yaml",
     "tests/packaged/fixtures/python-spec-program/Pulumi.yaml",
   ].map((file) => ({ file, patterns: [new RegExp(String.raw`- name: edge\n\s+version: ${V}`, "g")] })),
@@ -39,6 +36,16 @@ const VERSION_PLACES = [
     patterns: [new RegExp(String.raw`pulumi_edge-${V}-py3-none-any\.whl`, "g")],
   },
   { file: "examples/go/go.mod", patterns: [new RegExp(String.raw`pulumi-edge/sdk/go v${V}`, "g")] },
+  // The guide's first stack per language: the release's file names and the plugin's version.
+  ...["go", "python", "typescript", "yaml"].map((language) => ({
+    file: `examples/${language}/first-stack.sh`,
+    patterns: [
+      new RegExp(String.raw`pulumi-edge-${V}\.tgz`, "g"),
+      new RegExp(String.raw`pulumi-edge-go-${V}`, "g"),
+      new RegExp(String.raw`-v${V}-`, "g"),
+      new RegExp(String.raw`resource edge ${V}`, "g"),
+    ],
+  })),
   {
     file: "docs/guide.md",
     patterns: [
