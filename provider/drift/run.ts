@@ -50,9 +50,12 @@ export interface Selection {
  */
 export function pulumiEnv(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
   const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined) out[k] = v;
   // `refresh --preview-only` refuses it (as `--yes`); the commands that change anything say --yes.
-  for (const [k, v] of Object.entries(env))
-    if (v !== undefined && k !== "PULUMI_SKIP_CONFIRMATIONS") out[k] = v;
+  // Set false, not left out: the Automation API's child gets this process's environment beneath
+  // these variables, so a CI job's PULUMI_SKIP_CONFIRMATIONS=true would reach it anyway.
+  if (out.PULUMI_SKIP_CONFIRMATIONS !== undefined || process.env.PULUMI_SKIP_CONFIRMATIONS !== undefined)
+    out.PULUMI_SKIP_CONFIRMATIONS = "false";
   if (out.PULUMI_CONFIG_PASSPHRASE === undefined && out.PULUMI_CONFIG_PASSPHRASE_FILE === undefined)
     out.PULUMI_CONFIG_PASSPHRASE = "";
   return out;

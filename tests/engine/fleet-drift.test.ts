@@ -250,6 +250,22 @@ test("the example's cron script: drift and no error is exit 1, a Markdown report
   expect(readFileSync(join(out, "notifications"), "utf8")).toBe(md);
 }, 600_000);
 
+test("--path refresh from a CI job that sets PULUMI_SKIP_CONFIRMATIONS: the same verdicts, no --yes clash", async () => {
+  // engineEnv sets PULUMI_SKIP_CONFIRMATIONS=true, as many CI jobs do; `refresh --preview-only`
+  // refuses it as a --yes, and the Automation API's child inherits this environment.
+  expect(engine.engineEnv({ stateDir: ws.stateDir }).PULUMI_SKIP_CONFIRMATIONS).toBe("true");
+  const run = await drift(
+    ["--path", "refresh", "--stack", stackArg("drifted"), "--stack", stackArg("clean"), "--format", "json"],
+    keys.read,
+  );
+  const report = JSON.parse(run.stdout) as { stacks: { stack: string; verdict: string; path: string }[] };
+  expect(report.stacks.map((s) => [s.stack, s.verdict, s.path])).toEqual([
+    ["drifted", "drifted", "refresh"],
+    ["clean", "clean", "refresh"],
+  ]);
+  expect(run.code).toBe(1);
+}, 600_000);
+
 test("--remediate with the read key: refused with the service's 403, nothing changed, exit 2", async () => {
   const run = await drift(
     ["--stack", stackArg("drifted"), "--stack", stackArg("clean"), "--remediate", "--yes"],
