@@ -17,7 +17,7 @@ import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 import { errorMessage, UsageError } from "../contract";
-import { createKey, keysRequired, revokeKey } from "../service/api-keys";
+import { apiKeysOf, createKey, keysRequired, revokeKey } from "../service/api-keys";
 import { parseRetention } from "../service/audit";
 import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
@@ -279,7 +279,7 @@ async function keys(
         `revoked key "${cmd.name}" on ${store.location}: every replica refuses it within a second`,
       );
     } else {
-      const rows = (await store.apiKeys()).map((r) => ({
+      const rows = (await apiKeysOf(store)).map((r) => ({
         name: r.name,
         scope: r.scope,
         created_at: r.created_at,
@@ -518,7 +518,7 @@ const seconds = (ms: number): string => `${ms / 1000} s`;
 
 /** What the banner says of auth: what the server really requires (see keysRequired). */
 async function authSummary(server: RunningServer, bootstrap: boolean): Promise<string> {
-  const rows = await server.store.apiKeys();
+  const rows = await apiKeysOf(server.store);
   if (!keysRequired(rows, bootstrap)) return "none, loopback only";
   const inForce = rows.filter((k) => k.revoked_at === null).length;
   if (!bootstrap && inForce === 0) {

@@ -8,6 +8,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { type Scope, SCOPES, UsageError } from "../contract";
 import { auditRecord } from "./audit";
+import { SQL } from "./statements";
 import { type ApiKeyRow, type Store, UniqueViolation } from "./store";
 
 /** The name logs give the key the service was started with (`--api-key`, `EDGE_API_KEY`). */
@@ -77,7 +78,7 @@ export class KeyRing {
   private read(now: number): Promise<Snapshot> {
     if (this.reading && now - this.readingSince <= this.maxAgeMs) return this.reading;
     const readAt = Date.now();
-    const reading = this.store.apiKeys().then((rows) => {
+    const reading = apiKeysOf(this.store).then((rows) => {
       const byHash = new Map<string, ApiKeyRow | KeyHolder>(rows.map((r) => [r.hash, r]));
       if (this.bootstrapHash !== undefined) {
         byHash.set(this.bootstrapHash, { name: BOOTSTRAP_KEY_NAME, scope: "admin" });
@@ -113,6 +114,10 @@ function checkIn(s: Snapshot, key: string | undefined): KeyCheck | undefined {
   return { kind: "valid", key: { name: found.name, scope: found.scope } };
 }
 
+/** Every named key of the store, revoked ones included, oldest first: the one read of them. */
+export const apiKeysOf = (store: Store): Promise<ApiKeyRow[]> =>
+  store.read((tx) => tx.query(SQL.apiKeys, []));
+
 /** Makes a key named `name` with `scope`; returns the key, which is never shown again. */
 export async function createKey(store: Store, name: string, scope: string): Promise<string> {
   if (!KEY_NAME_PATTERN.test(name)) {
@@ -130,13 +135,16 @@ export async function createKey(store: Store, name: string, scope: string): Prom
   const key = KEY_PREFIX + randomBytes(32).toString("base64url");
   try {
     // Its audit event names the key and its scope, never the key or its hash.
-    await store.createApiKey(
-      { name, scope: known, hash: hashKey(key), created_at: new Date().toISOString(), revoked_at: null },
-      auditRecord("create_api_key", { kind: "api_key", id: name }, undefined, {
-        name: { after: name },
-        scope: { after: known },
-      }),
-    );
+    const event = auditRecord("create_api_key", { kind: "api_key", id: name }, undefined, {
+      name: { after: name },
+      scope: { after: known },
+    });
+    // One transaction: the key and its event are stored together or not at all; a name or hash
+    // already stored (revoked keys included) is a UniqueViolation.
+    await store.write(async (tx) => {
+      await tx.run(SQL.apiKeyInsert, [name, known, hashKey(key), new Date().toISOString(), null]);
+      await tx.insertAuditEvent(event);
+    });
   } catch (e) {
     if (e instanceof UniqueViolation) {
       throw new UsageError(
@@ -154,8 +162,13 @@ export async function revokeKey(store: Store, name: string): Promise<void> {
   const event = auditRecord("revoke_api_key", { kind: "api_key", id: name }, undefined, {
     revoked_at: { before: null, after: at },
   });
-  if (await store.revokeApiKey(name, at, event)) return;
-  const row = (await store.apiKeys()).find((r) => r.name === name);
+  const revoked = await store.write(async (tx) => {
+    if ((await tx.run(SQL.apiKeyRevoke, [at, name])) === 0) return false;
+    await tx.insertAuditEvent(event);
+    return true;
+  });
+  if (revoked) return;
+  const row = (await apiKeysOf(store)).find((r) => r.name === name);
   throw new UsageError(
     row
       ? `the key "${name}" was revoked already, at ${row.revoked_at}`

@@ -5,7 +5,7 @@
  * (StoreTx.insertAuditEvent), so a change is never stored without its event, nor an event
  * without its change (a rejected request, a rolled-back transaction: nothing).
  */
-import { setImmediate as yieldToRequests } from "node:timers/promises";
+import { BatchRounds } from "./batch-rounds";
 import {
   AUDIT_EVENT_MAX_BYTES,
   AUDIT_TRUNCATED,
@@ -136,55 +136,6 @@ export interface AuditMaintenanceTarget {
 }
 
 /**
- * A background task done in rounds: each round calls `batch` until it does less than `full`
- * (at most `maxBatches`), giving the event loop back to requests between batches. The timer never
- * holds the process open; a round never overlaps the previous one.
- */
-export class BatchRounds {
-  private timer?: NodeJS.Timeout;
-  private running = false;
-
-  constructor(
-    private readonly batch: () => Promise<number>,
-    private readonly full: number,
-    private readonly maxBatches: number,
-    private readonly onBatch: (n: number) => void = () => undefined,
-    private readonly onError: (e: unknown) => void = () => undefined,
-  ) {}
-
-  start(everyMs: number): this {
-    this.timer = setInterval(() => void this.round(), everyMs);
-    this.timer.unref();
-    return this;
-  }
-
-  stop(): void {
-    clearInterval(this.timer);
-  }
-
-  /** One round: batches until fewer than a full one is done (bounded); how many rows in all. */
-  async round(): Promise<number> {
-    if (this.running) return 0;
-    this.running = true;
-    let total = 0;
-    try {
-      for (let i = 0; i < this.maxBatches; i++) {
-        const n = await this.batch();
-        total += n;
-        if (n > 0) this.onBatch(n);
-        if (n < this.full) break;
-        await yieldToRequests();
-      }
-    } catch (e) {
-      this.onError(e);
-    } finally {
-      this.running = false;
-    }
-    return total;
-  }
-}
-
-/**
  * Deletes the events older than the retention (and their rows of the object index), in the
  * background: a round every `min(retention / 4, 60 s)` (at least 1 s), each a series of small
  * batches, the oldest first.
@@ -216,68 +167,8 @@ export function auditIndexer(store: AuditMaintenanceTarget, onError?: (e: unknow
   );
 }
 
-// ---------------------------------------------------------------- the tables, on both stores
-
-/**
- * The audit table as schema 6 (SQLite) and 4 (PostgreSQL) made it: one statement for both stores
- * (the seq column's type is each store's: SQLite's AUTOINCREMENT never reuses a pruned id,
- * PostgreSQL's BIGSERIAL neither). Its index by object is dropped by the next migration
- * (auditObjectIndex). A migration of its own on each store, self-contained. Never edit it.
- */
-export function auditTable(seq: string): string {
-  return `${auditEventsTable("audit_events", seq)}
-   CREATE INDEX audit_events_by_object ON audit_events (object_id, seq);`;
-}
-
-function auditEventsTable(name: string, seq: string): string {
-  return `CREATE TABLE ${name} (
-     seq ${seq},
-     time TEXT NOT NULL,
-     operation TEXT NOT NULL,
-     object_kind TEXT NOT NULL,
-     object_id TEXT NOT NULL,
-     edge_id TEXT,
-     key_name TEXT,
-     request_id TEXT,
-     changes TEXT NOT NULL,
-     truncated INTEGER NOT NULL
-   );`;
-}
-
 /** The meta key of the highest seq a SQLite store has numbered or pruned (see SQL.auditInsert). */
 export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
-
-/**
- * The index by object (what a refresh's attribution asks: one object's events), moved off the
- * request path. A secondary index on the audit table cost every write a random leaf page of its
- * own (+10 to +22 % CPU per route POST or PATCH on SQLite: BENCHMARKS.md, "Audit trail"); the
- * table alone, appended in seq order, costs a few percent. So the object's events are found
- * through `audit_by_object` (seq → object), filled in batches in the background (auditIndexer),
- * plus a scan of the events after the last one it holds: the tail the indexer has not reached,
- * seconds of writes, found by the table's own key. A lookup is complete whether the indexer ran
- * or not; it only gets slower the longer the tail.
- *
- * Keyed by seq, so that pruning deletes its oldest rows by range like the events'. A dump
- * carries the events (DATA_TABLES), never this table: a load empties it and the indexer rebuilds it.
- */
-export function auditObjectIndex(store: "sqlite" | "postgres"): string {
-  const index = `CREATE TABLE audit_by_object (
-     seq ${store === "sqlite" ? "INTEGER" : "BIGINT"} PRIMARY KEY,
-     object_id TEXT NOT NULL
-   );
-   CREATE INDEX audit_by_object_id ON audit_by_object (object_id, seq);`;
-  if (store === "postgres") return `DROP INDEX audit_events_by_object;\n   ${index}`;
-  // SQLite: the table rebuilt on the plain rowid. AUTOINCREMENT wrote its counter's page of
-  // sqlite_sequence at every commit; an insert now numbers max + 1, never below the floor kept in
-  // meta (SQL.auditInsert), which starts at AUTOINCREMENT's counter: no seq is ever reused.
-  // Dropping the old table drops its index and its counter.
-  return `${auditEventsTable("audit_events_v2", "INTEGER PRIMARY KEY")}
-   INSERT INTO meta (key, value) SELECT '${AUDIT_SEQ_FLOOR}', CAST(seq AS TEXT) FROM sqlite_sequence WHERE name = 'audit_events';
-   INSERT INTO audit_events_v2 SELECT * FROM audit_events;
-   DROP TABLE audit_events;
-   ALTER TABLE audit_events_v2 RENAME TO audit_events;
-   ${index}`;
-}
 
 /** A row of the audit table → the event on the wire (checked against the contract: a broken row is an error). */
 export function auditEventOf(raw: object): AuditEvent {

@@ -2,6 +2,7 @@
 import { Server as HttpServer, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { serve } from "@hono/node-server";
+import { apiKeysOf } from "./api-keys";
 import { createEdgeApp } from "./app";
 import { type LogFormat, serviceLog } from "./log";
 import type { Store } from "./store";
@@ -96,7 +97,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     log: log && ((line) => log.event("warn", line)),
     secrets,
   });
-  if (!isLoopback(host) && !opts.apiKey && !(await store.apiKeys()).some((k) => k.revoked_at === null)) {
+  if (!isLoopback(host) && !opts.apiKey && !(await apiKeysOf(store)).some((k) => k.revoked_at === null)) {
     await store.close();
     throw new Error(
       `refusing to listen on ${host} without an API key: pass --api-key (or set EDGE_API_KEY), make a named key (edge-service keys create NAME --scope admin), or bind a loopback address`,

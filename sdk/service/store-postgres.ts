@@ -22,21 +22,19 @@ import { CreateFingerprints, FINGERPRINT_KEY, fingerprintWith, keyNeededToUpgrad
 import { SqlTx } from "./sql-tx";
 import { createRequestSet, SQL } from "./statements";
 import { errorField, errorMessage } from "../contract";
-import {
-  type AuditRecord,
-  auditIndexer,
-  auditObjectIndex,
-  auditTable,
-  type BatchRounds,
-  INDEX_EVERY_MS,
-} from "./audit";
+import { auditIndexer, INDEX_EVERY_MS } from "./audit";
+import type { BatchRounds } from "./batch-rounds";
 import {
   API_KEYS_TABLE,
-  type ApiKeyRow,
+  auditObjectIndex,
+  auditTable,
+  createMarkColumns,
+  SERVERS_TABLE,
+} from "./migrations-shared";
+import {
   DATA_TABLES,
   LIVE_SLACK_MS,
   type LiveServer,
-  SERVERS_TABLE,
   serversOnTarget,
   targetNotEmpty,
   type PoolStats,
@@ -51,7 +49,6 @@ import {
   UniqueViolation,
 } from "./store";
 import {
-  apiKeyRow,
   createdObject,
   resealRouteModules,
   resealSamlKey,
@@ -67,12 +64,6 @@ import {
   type SecretsKey,
   sealedKeyId,
 } from "./secrets";
-
-/** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
-function createMarkColumns(table: string): string {
-  return `ALTER TABLE ${table} ADD COLUMN create_key TEXT, ADD COLUMN create_request TEXT;
-   CREATE UNIQUE INDEX ${table}_by_create_key ON ${table} (create_key) WHERE create_key IS NOT NULL;`;
-}
 
 /**
  * Ordered schema migrations of the PostgreSQL store; index + 1 is the version. Never edit one.
@@ -122,9 +113,9 @@ const PG_MIGRATIONS: readonly string[] = [
    CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`,
   // A create's Idempotency-Key moves onto the object it made, for the object's lifetime (as in
   // SQLite's schema 4): the keys remembered so far move with it.
-  `${createMarkColumns("edges")}
-   ${createMarkColumns("routes")}
-   ${createMarkColumns("tls_ip_restrictions")}
+  `${createMarkColumns("postgres", "edges")}
+   ${createMarkColumns("postgres", "routes")}
+   ${createMarkColumns("postgres", "tls_ip_restrictions")}
    UPDATE edges SET create_key = k.key, create_request = k.request
      FROM idempotency_keys k WHERE (k.response::json ->> 'id') = edges.id;
    UPDATE routes SET create_key = k.key, create_request = k.request
@@ -754,41 +745,6 @@ export class PostgresStore implements Store {
     } finally {
       client.release();
     }
-  }
-
-  async apiKeys(): Promise<ApiKeyRow[]> {
-    try {
-      const { rows } = await this.pool.query<Raw>({
-        name: SQL.apiKeys.name,
-        text: SQL.apiKeys.postgres,
-      });
-      return rows.map(apiKeyRow);
-    } catch (e) {
-      throw translate(e);
-    }
-  }
-
-  async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
-    // One transaction: the key and its audit event are stored together or not at all.
-    await this.transaction("BEGIN", true, async (tx) => {
-      await this.client(tx).query(SQL.apiKeyInsert.postgres, [
-        row.name,
-        row.scope,
-        row.hash,
-        row.created_at,
-        row.revoked_at,
-      ]);
-      if (audit) await tx.insertAuditEvent(audit);
-    });
-  }
-
-  async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
-    return this.transaction("BEGIN", true, async (tx) => {
-      const { rowCount } = await this.client(tx).query(SQL.apiKeyRevoke.postgres, [at, name]);
-      const revoked = (rowCount ?? 0) > 0;
-      if (revoked && audit) await tx.insertAuditEvent(audit);
-      return revoked;
-    });
   }
 
   async pruneAuditEvents(before: string, limit: number): Promise<number> {

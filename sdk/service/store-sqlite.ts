@@ -19,21 +19,19 @@ import {
 import { dirname, join, resolve } from "node:path";
 import Database from "libsql";
 import { errorField, errorMessage, MAX_BODY_BYTES } from "../contract";
-import {
-  type AuditRecord,
-  auditIndexer,
-  auditObjectIndex,
-  auditTable,
-  type BatchRounds,
-  INDEX_EVERY_MS,
-} from "./audit";
+import { auditIndexer, INDEX_EVERY_MS } from "./audit";
+import type { BatchRounds } from "./batch-rounds";
 import {
   API_KEYS_TABLE,
-  type ApiKeyRow,
+  auditObjectIndex,
+  auditTable,
+  createMarkColumns,
+  SERVERS_TABLE,
+} from "./migrations-shared";
+import {
   DATA_TABLES,
   LIVE_SLACK_MS,
   type LiveServer,
-  SERVERS_TABLE,
   serversOnTarget,
   targetNotEmpty,
   type Resealed,
@@ -46,7 +44,6 @@ import {
 } from "./store";
 import { CreateFingerprints, FINGERPRINT_KEY, fingerprintWith, keyNeededToUpgrade } from "./fingerprints";
 import {
-  apiKeyRow,
   createdObject,
   resealRouteModules,
   resealSamlKey,
@@ -68,13 +65,6 @@ import { SqlTx } from "./sql-tx";
 import { createRequestSet, SQL } from "./statements";
 import { WalIndexWatch } from "./wal-index";
 import { WalMaintenance } from "./wal-maintenance";
-
-/** The columns of a keyed create's mark (see CreateMark), and the index that finds an object by its key. */
-function CREATE_MARK_COLUMNS(table: string): string {
-  return `ALTER TABLE ${table} ADD COLUMN create_key TEXT;
-   ALTER TABLE ${table} ADD COLUMN create_request TEXT;
-   CREATE UNIQUE INDEX ${table}_by_create_key ON ${table} (create_key) WHERE create_key IS NOT NULL;`;
-}
 
 /** Ordered schema migrations; the index + 1 is the schema version it produces. Never edit one. */
 export const MIGRATIONS: readonly string[] = [
@@ -150,9 +140,9 @@ export const MIGRATIONS: readonly string[] = [
   // A create's Idempotency-Key moves onto the object it made, for the object's lifetime (exactly-once
   // creates across Pulumi runs: a key is derived again by the next run, days later). The keys
   // remembered so far move with it; answers to keys whose object is gone are dropped.
-  `${CREATE_MARK_COLUMNS("edges")}
-   ${CREATE_MARK_COLUMNS("routes")}
-   ${CREATE_MARK_COLUMNS("tls_ip_restrictions")}
+  `${createMarkColumns("sqlite", "edges")}
+   ${createMarkColumns("sqlite", "routes")}
+   ${createMarkColumns("sqlite", "tls_ip_restrictions")}
    UPDATE edges SET (create_key, create_request) =
      (SELECT key, request FROM idempotency_keys WHERE json_extract(response, '$.id') = edges.id)
      WHERE id IN (SELECT json_extract(response, '$.id') FROM idempotency_keys);
@@ -494,29 +484,6 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     return first && second
       ? "database rebuilt (VACUUM), WAL emptied"
       : "database rebuilt (VACUUM); the WAL could not be emptied while another process read from it (a running service): its old frames are overwritten as it restarts, or run secrets rotate again with the service stopped";
-  }
-
-  async apiKeys(): Promise<ApiKeyRow[]> {
-    return this.read(() => Promise.resolve(this.all(SQL.apiKeys.sqlite).map(apiKeyRow)));
-  }
-
-  async createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void> {
-    await this.write(async () => {
-      try {
-        this.sql(SQL.apiKeyInsert.sqlite).run(row.name, row.scope, row.hash, row.created_at, row.revoked_at);
-      } catch (e) {
-        throw isUniqueViolation(e) ? new UniqueViolation() : e;
-      }
-      if (audit) await this.insertAuditEvent(audit);
-    });
-  }
-
-  async revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean> {
-    return this.write(async () => {
-      const revoked = this.sql(SQL.apiKeyRevoke.sqlite).run(at, name).changes > 0;
-      if (revoked && audit) await this.insertAuditEvent(audit);
-      return revoked;
-    });
   }
 
   async pruneAuditEvents(before: string, limit: number): Promise<number> {

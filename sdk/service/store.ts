@@ -101,34 +101,6 @@ export class ParentMissing extends Error {}
  */
 export class StoreUnavailable extends Error {}
 
-/**
- * The table of named API keys, the same statement on both stores (a migration of each). A key's
- * hash is unique too: two keys with one secret would be one key with two names.
- */
-export const API_KEYS_TABLE = `CREATE TABLE api_keys (
-     name TEXT PRIMARY KEY,
-     scope TEXT NOT NULL CHECK (scope IN ('read', 'write', 'admin')),
-     hash TEXT NOT NULL UNIQUE,
-     created_at TEXT NOT NULL,
-     revoked_at TEXT
-   );`;
-
-/**
- * The servers running on the store, each as it records itself (./presence): who it is, which
- * secrets keys it holds, and when it last said it was alive, by the database's clock (ms since
- * the epoch: replicas on several hosts compare one clock). The same statement on both stores.
- */
-export const SERVERS_TABLE = `CREATE TABLE servers (
-     id TEXT PRIMARY KEY,
-     host TEXT NOT NULL,
-     pid INTEGER NOT NULL,
-     url TEXT NOT NULL,
-     started_at TEXT NOT NULL,
-     key_ids TEXT NOT NULL,
-     beat_ms INTEGER NOT NULL,
-     seen_ms BIGINT NOT NULL
-   );`;
-
 /** A server that recorded itself alive lately (see ./presence). */
 export interface LiveServer {
   host: string;
@@ -366,15 +338,6 @@ export interface Store {
    * re-sealed: what it throws aborts it all, changing nothing.
    */
   resealSecrets(to: SecretsKey, check?: (live: LiveServer[]) => void): Promise<Resealed>;
-  /** Every named API key, revoked ones included, oldest first (read outside any transaction). */
-  apiKeys(): Promise<ApiKeyRow[]>;
-  /**
-   * Stores a new key, and `audit` (its event) in the same transaction; a name or hash already
-   * stored (revoked keys included) is a UniqueViolation.
-   */
-  createApiKey(row: ApiKeyRow, audit?: AuditRecord): Promise<void>;
-  /** Marks the key named revoked at `at`, writing `audit` with it; false when no key in force has that name. */
-  revokeApiKey(name: string, at: string, audit?: AuditRecord): Promise<boolean>;
   /** Deletes up to `limit` of the oldest audit events older than `before` (RFC 3339); how many it deleted. */
   pruneAuditEvents(before: string, limit: number): Promise<number>;
   /** Adds up to `limit` events to the audit trail's index by object (see ./audit); how many it added. */
