@@ -50,8 +50,11 @@ const out = (o) => console.log(JSON.stringify(o));
 if (!reuse) fs.rmSync(DIR, { recursive: true, force: true });
 fs.mkdirSync(dataDir, { recursive: true });
 
-// The service: one process, an admin key to deploy with, a read key for the check.
-const server = spawn(process.execPath, [CLI, "serve", "--port", "0", "--data", dataDir], {
+// The service: one process, an admin key to deploy with, a read key for the check. The stacks'
+// config names its URL: with --reuse it listens on the port the deploys used (DIR/port).
+const portFile = path.join(DIR, "port");
+const port = reuse && fs.existsSync(portFile) ? fs.readFileSync(portFile, "utf8").trim() : "0";
+const server = spawn(process.execPath, [CLI, "serve", "--port", port, "--data", dataDir], {
   env: { ...process.env, EDGE_API_KEY: ADMIN },
   stdio: ["ignore", "pipe", "pipe"],
 });
@@ -65,6 +68,7 @@ const url = await new Promise((resolve, reject) => {
   server.on("exit", (c) => reject(new Error(`edge-service exited ${c}`)));
 });
 process.on("exit", () => server.kill("SIGTERM"));
+fs.writeFileSync(portFile, new URL(url).port);
 const keyFile = path.join(DIR, "read-key");
 let readKey;
 if (reuse && fs.existsSync(keyFile)) readKey = fs.readFileSync(keyFile, "utf8").trim();

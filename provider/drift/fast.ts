@@ -34,7 +34,7 @@ import { checkedInputs } from "../lifecycle/types";
 import { SECRET_LEAVES } from "../model";
 import { isProps, type Props } from "../model/check";
 import { changedFields, type DriftedResource, parseAuthorWarnings } from "./report";
-import { type Engine, selectStack, type Target } from "./stacks";
+import { type Engine, readStack, type Target } from "./stacks";
 
 /** What `pulumi stack export` holds of a resource (the fields read here). */
 interface StateResource {
@@ -91,12 +91,7 @@ interface Judged {
  * Errors reading the state or the service are the report's error, as on the engine path.
  */
 export async function judgeStackFast(target: Target, engine: Engine): Promise<Judged | CannotJudge> {
-  const stack = await selectStack(target, engine);
-  const [exported, config, [last]] = await Promise.all([
-    stack.exportStack(),
-    stack.getAllConfig(),
-    stack.history(1, 1, false),
-  ]);
+  const { exported, config, last } = await readStack(target, engine);
   // What the state says was deployed is only that after a successful update: a refresh (or an
   // update that failed after its refresh, an import) writes what the service held into it, drift
   // included. Then only the program can say what was meant.
