@@ -36,14 +36,13 @@ import { spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import { createRequire } from "node:module";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { clearTimeout, setTimeout } from "node:timers";
 import { URL } from "node:url";
 import { parseArgs } from "node:util";
-import { startCluster } from "./lib/postgres.mjs";
+import { freePort, startCluster } from "./lib/postgres.mjs";
 import { routeBody } from "./lib/shapes.mjs";
 import { log, median, percentile, round } from "./lib/stats.mjs";
 
@@ -96,16 +95,6 @@ function builds() {
   out.push({ label: "tree", dir: ROOT });
   return out;
 }
-
-const freePort = () =>
-  new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
 
 /** CPU seconds of a process (user + system; with `children`, also of its waited-for children). */
 function cpuOf(pid, children = false) {

@@ -18,7 +18,8 @@ function binDir() {
   return path.join(PG_ROOT, versions.sort((a, b) => Number(b) - Number(a))[0], "bin");
 }
 
-const freePort = () =>
+/** A port free on loopback now (the OS picks it). */
+export const freePort = () =>
   new Promise((resolve, reject) => {
     const s = net.createServer();
     s.once("error", reject);
