@@ -3,7 +3,8 @@
  * the backticked paths that start in one of the repository's top-level entries (`provider/…`,
  * `scripts/x.sh`), and bare document and test names (`README.md`, `faults.test.ts`). Paths in a
  * user's project (`node_modules/…`, `../edge-dist/…`), what builds and runs write (`dist/…`,
- * `bench/tmp/…`: ignored by git) and patterns (`examples/*`, `<v>`) are not checked.
+ * `bench/tmp/…`: ignored by git) and patterns (`examples/*`, `<v>`) are not checked. A link to a
+ * heading (`#anchor`, `other.md#anchor`) must find one, named as GitHub names it.
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -58,6 +59,49 @@ function missingPaths(doc: string): string[] {
 
 test.each(DOCS)("%s: every repository file it names exists", (doc) => {
   expect(missingPaths(doc)).toEqual([]);
+});
+
+/** The anchors of a Markdown document's headings, as GitHub makes them (code blocks skipped). */
+function headingAnchors(doc: string): Set<string> {
+  const anchors = new Set<string>();
+  let fenced = false;
+  for (const line of readFileSync(join(ROOT, doc), "utf8").split("\n")) {
+    if (/^\s*```/.test(line)) fenced = !fenced;
+    const heading = fenced ? null : /^#{1,6} (.*)$/.exec(line);
+    if (heading) {
+      anchors.add(
+        heading[1]!
+          .trim()
+          .toLowerCase()
+          .replace(/[^\p{L}\p{N}_\- ]/gu, "")
+          .replace(/ /g, "-"),
+      );
+    }
+  }
+  return anchors;
+}
+
+/** The links of `doc` to a heading (`#anchor`, `other.md#anchor`) that no heading there makes. */
+function missingAnchors(doc: string): string[] {
+  const missing: string[] = [];
+  let fenced = false;
+  readFileSync(join(ROOT, doc), "utf8")
+    .split("\n")
+    .forEach((line, i) => {
+      if (/^\s*```/.test(line)) fenced = !fenced;
+      if (fenced) return;
+      for (const [, file, anchor] of line.matchAll(/\]\(([^)\s#]*\.md|)#([^)\s]+)\)/g)) {
+        const target = file ? posix.normalize(posix.join(posix.dirname(doc), file!)) : doc;
+        if (target.startsWith("../") || !existsSync(join(ROOT, target))) continue; // missingPaths says so
+        if (!headingAnchors(target).has(anchor!))
+          missing.push(`${doc}:${i + 1}: ${file ?? ""}#${anchor} (no such heading)`);
+      }
+    });
+  return missing;
+}
+
+test.each(DOCS)("%s: every link to a heading finds it", (doc) => {
+  expect(missingAnchors(doc)).toEqual([]);
 });
 
 test("the checker notices a missing link target, a link out of the repository and a missing path", () => {
