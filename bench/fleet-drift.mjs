@@ -18,6 +18,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { URL } from "node:url";
 import { cpuOfTree } from "./lib/proc-cpu.mjs";
 
 const require = createRequire(import.meta.url);
