@@ -7,9 +7,10 @@
 //                              loads (@pulumi/pulumi, grpc-js, zod, hono, pg, ...), one file
 //   node_modules/libsql, @libsql/<target>   SQLite for the embedded service: JS loader + native
 //                              addon of that platform, the one thing a bundle cannot hold
-// (edge-service and edge-service.js the same way for the service). A machine needs `node` (>= 20)
-// on PATH and nothing else; no npm install. Native addons of other platforms come from the npm
-// registry (`npm pack @libsql/<target>@<libsql's version>`, cached; npm checks their integrity).
+// (edge-service and edge-service.js the same way for the service). A machine needs `node` on PATH
+// (>= 20, the bundle's target; 22 or newer advised, what @pulumi/pulumi declares) and nothing
+// else; no npm install. Native addons of other platforms come from the npm registry
+// (`npm pack @libsql/<target>@<libsql's version>`, cached; npm checks their integrity).
 //
 //   node scripts/plugin-archive.mjs [--out DIR] [--platforms linux-amd64,linux-arm64,darwin-arm64]
 // Writes the archives and checksums.txt (sha256sum's format) into DIR (default dist/archives).
@@ -191,7 +192,7 @@ function stage(work, platform) {
     // The engine starts it by its absolute path in the plugin cache; no symlinks to resolve.
     fs.writeFileSync(
       path.join(dir, program),
-      `#!/bin/sh\n# ${program} v${version}: needs node (>= 20) on PATH.\n` +
+      `#!/bin/sh\n# ${program} v${version}: needs node (>= 20; 22 or newer advised) on PATH.\n` +
         `exec node "$(dirname "$0")/${program}.js" "$@"\n`,
       { mode: 0o755 },
     );
