@@ -9,7 +9,7 @@
  * - an empty PULUMI_HOME (so no login, no plugin, no credentials), plugin acquisition on, the
  *   pinned CLI and its language hosts on PATH, nothing of this checkout on it
  *   (node_modules/.bin holds a pulumi-resource-edge);
- * - for Python, Go and YAML no npm: `npm` and `npx` on PATH are stubs that record a call and
+ * - for Python, Go and YAML no npm: `npm` and `npx` on PATH are tripwires that record a call and
  *   fail, and a recorded call fails the test.
  *
  * What the tests change in the script, and why: `pulumi login --local` logs in to
@@ -167,8 +167,8 @@ async function firstStack(language: Language): Promise<Run> {
   const project = join(dir, "project");
   const home = join(dir, "pulumi-home");
   const state = join(dir, "state");
-  const stubs = join(dir, "stubs");
-  for (const d of [home, state, stubs]) mkdirSync(d, { recursive: true });
+  const tripwires = join(dir, "tripwires");
+  for (const d of [home, state, tripwires]) mkdirSync(d, { recursive: true });
   cpSync(join(engine.ROOT, "examples", language), project, { recursive: true });
 
   const scriptFile = join(project, "first-stack.sh");
@@ -182,13 +182,13 @@ async function firstStack(language: Language): Promise<Run> {
   if (!nodeOnly)
     for (const tool of ["npm", "npx", "corepack"]) {
       writeFileSync(
-        join(stubs, tool),
+        join(tripwires, tool),
         `#!/bin/sh\necho "${tool} $*" >> '${npmLog}'\necho "${tool}: not for a ${language} program" >&2\nexit 127\n`,
       );
-      chmodSync(join(stubs, tool), 0o755);
+      chmodSync(join(tripwires, tool), 0o755);
     }
   const path = [
-    ...(nodeOnly ? [] : [stubs]),
+    ...(nodeOnly ? [] : [tripwires]),
     engine.PULUMI_BIN,
     ...(process.env.PATH ?? "")
       .split(delimiter)

@@ -1,5 +1,5 @@
 /** Running a command as a user would, for tests that drive installers (npm, pip, go, pulumi plugin). */
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile } from "node:child_process";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 
@@ -42,4 +42,35 @@ export async function venvWithWheel(venv: string, wheel: string, pulumiVersion: 
     cwd,
   );
   return python;
+}
+
+/** A started process as the tests watch it: what it printed so far, and its end. */
+export interface Watched<C extends ChildProcess = ChildProcess> {
+  child: C;
+  stdout: () => string;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Collects `child`'s output and tells its end; it stays in `running` (what a test's teardown
+ * stops) until it exits.
+ */
+export function watch<C extends ChildProcess>(child: C, running: Set<ChildProcess>): Watched<C> {
+  running.add(child);
+  let out = "";
+  let err = "";
+  child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+    out += d;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+    err += d;
+  });
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => {
+      running.delete(child);
+      resolve({ code, signal });
+    }),
+  );
+  return { child, stdout: () => out, stderr: () => err, exit };
 }

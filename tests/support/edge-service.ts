@@ -5,6 +5,7 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as path from "node:path";
+import { watch } from "./command";
 
 export const ROOT = path.join(__dirname, "../..");
 export const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
@@ -139,22 +140,7 @@ export function spawnCli(args: string[], env: Record<string, string> = {}) {
     env: { ...process.env, EDGE_API_KEY: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  clis.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => {
-      clis.delete(child);
-      resolve({ code, signal });
-    }),
-  );
-  return { child, stdout: () => out, stderr: () => err, exit };
+  return watch(child, clis);
 }
 
 /** Starts `edge-service serve` and waits (bounded) for its first line, "edge-service listening on http://...". */

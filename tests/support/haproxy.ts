@@ -9,6 +9,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
+import { watch } from "./command";
 import { scaled } from "./machine";
 
 export const HAPROXY_CONFIG = path.join(__dirname, "../../deploy/haproxy.cfg");
@@ -172,30 +173,16 @@ export async function startHaproxy(
     throw new Error(`haproxy -c refused ${HAPROXY_CONFIG}:\n${err.stdout ?? ""}${err.stderr ?? ""}`);
   }
   const child = spawn(bin, ["-db", "-f", cfg], { stdio: ["ignore", "pipe", "pipe"] });
-  started.add(child);
-  let out = "";
-  let err = "";
-  child.stdout!.setEncoding("utf8").on("data", (d: string) => {
-    out += d;
-  });
-  child.stderr!.setEncoding("utf8").on("data", (d: string) => {
-    err += d;
-  });
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => {
-      started.delete(child);
-      resolve({ code, signal });
-    }),
-  );
+  const { stdout, stderr, exit } = watch(child, started);
   let exited = false;
   void exit.then(() => (exited = true));
   // The socket exists once HAProxy has parsed its configuration and bound its listeners.
   const deadline = performance.now() + scaled(30_000);
   while (!fs.existsSync(socketPath)) {
-    if (exited) throw new Error(`haproxy exited before listening:\n${err}${out}`);
+    if (exited) throw new Error(`haproxy exited before listening:\n${stderr()}${stdout()}`);
     if (performance.now() > deadline) {
       child.kill("SIGKILL");
-      throw new Error(`haproxy made no stats socket within ${scaled(30_000)} ms:\n${err}${out}`);
+      throw new Error(`haproxy made no stats socket within ${scaled(30_000)} ms:\n${stderr()}${stdout()}`);
     }
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -218,12 +205,12 @@ export async function startHaproxy(
   return {
     child,
     url: `http://127.0.0.1:${ports.frontend}`,
-    stdout: () => out,
-    stderr: () => err,
+    stdout,
+    stderr,
     exit,
     servers,
     requests: () =>
-      out
+      stdout()
         .split("\n")
         .map(parseLogLine)
         .filter((l): l is HaproxyLogLine => l !== undefined),
