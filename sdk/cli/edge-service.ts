@@ -17,7 +17,7 @@ import { existsSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
 import { errorMessage, UsageError } from "../contract";
-import { apiKeysOf, createKey, keysRequired, revokeKey } from "../service/api-keys";
+import { apiKeysOf, checkNewKey, createKey, keysRequired, revokeKey } from "../service/api-keys";
 import { parseRetention } from "../service/audit";
 import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
@@ -252,6 +252,8 @@ async function keys(
   opts: { scope?: string; json?: boolean; dataDir: string; databaseUrl?: string },
 ): Promise<number> {
   const cmd = keysCommand(args, opts.scope);
+  // A bad name or scope is refused before the store is opened: a new data directory is not made.
+  if (cmd.command === "create") checkNewKey(cmd.name, cmd.scope);
   if (
     cmd.command !== "create" &&
     opts.databaseUrl === undefined &&

@@ -118,8 +118,11 @@ function checkIn(s: Snapshot, key: string | undefined): KeyCheck | undefined {
 export const apiKeysOf = (store: Store): Promise<ApiKeyRow[]> =>
   store.read((tx) => tx.query(SQL.apiKeys, []));
 
-/** Makes a key named `name` with `scope`; returns the key, which is never shown again. */
-export async function createKey(store: Store, name: string, scope: string): Promise<string> {
+/**
+ * A new key's name and scope, checked before anything is opened or written (a UsageError saying
+ * what to give instead); the scope as the contract names it.
+ */
+export function checkNewKey(name: string, scope: string): Scope {
   if (!KEY_NAME_PATTERN.test(name)) {
     throw new UsageError(
       `a key name is 1 to 63 letters, digits, ".", "_" or "-", starting with a letter or digit; got "${name.slice(0, 80)}"`,
@@ -132,6 +135,12 @@ export async function createKey(store: Store, name: string, scope: string): Prom
   }
   const known = SCOPES.find((s) => s === scope);
   if (known === undefined) throw new UsageError(`--scope must be ${SCOPES.join(", ")}; got "${scope}"`);
+  return known;
+}
+
+/** Makes a key named `name` with `scope`; returns the key, which is never shown again. */
+export async function createKey(store: Store, name: string, scope: string): Promise<string> {
+  const known = checkNewKey(name, scope);
   const key = KEY_PREFIX + randomBytes(32).toString("base64url");
   try {
     // Its audit event names the key and its scope, never the key or its hash.

@@ -405,6 +405,24 @@ describe.each(STORES)("scoped API keys on %s", (_name, makeStore) => {
   });
 });
 
+test("keys create refused for its name or scope makes no data directory", async () => {
+  ensureBuilt();
+  const parent = makeTempDir("keys-refused");
+  try {
+    const dir = path.join(parent, "never-made");
+    for (const args of [
+      ["create", "x", "--scope", "root"],
+      ["create", "no spaces", "--scope", "read"],
+    ]) {
+      const run = await keysCli(args, ["--data", dir]);
+      expect(run.code).toBe(2);
+      expect(fs.existsSync(dir)).toBe(false);
+    }
+  } finally {
+    removeDir(parent);
+  }
+});
+
 describe("a service with named keys only", () => {
   let dataDir: string;
   beforeAll(() => {
