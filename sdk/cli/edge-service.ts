@@ -25,6 +25,7 @@ import {
   type RunningServer,
   type ServerOptions,
   type StopReport,
+  DEFAULT_DRAIN_MS,
   DEFAULT_SHUTDOWN_GRACE_MS,
   startServer,
 } from "../service/server";
@@ -38,7 +39,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
-                          [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
+                          [--log-format text|json] [--drain 5s] [--shutdown-grace 10s]
+                          [--audit-retention 90d]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
           32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
@@ -47,9 +49,11 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
           long GET /audit_events keeps each change, 30s..999999d, pruned in the background. GET
           /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
-          SIGTERM/SIGINT: stop accepting, answer with "Connection: close", let in-flight
-          requests finish for --shutdown-grace (10s, 1.5s, 500ms), then cut the connections
-          still open, close the store and exit 0; a second signal cuts them at once)
+          SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
+          connections open for --drain (5s: a load balancer may be sending on one; 0 closes
+          them at once), let in-flight requests finish for --shutdown-grace (10s, 1.5s, 500ms),
+          then cut the connections still open, close the store and exit 0; a second signal
+          cuts them at once)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -343,6 +347,7 @@ const OPTIONS = {
   "pool-size": { type: "string" },
   "log-format": { type: "string", default: "text" },
   "shutdown-grace": { type: "string" },
+  drain: { type: "string" },
   "audit-retention": { type: "string", default: "90d" },
   from: { type: "string" },
   to: { type: "string" },
@@ -429,7 +434,7 @@ async function main(argv: string[]): Promise<number> {
 /** `serve`'s options, each checked, with what to give instead. */
 function serverOptions(
   values: Values,
-): Omit<ServerOptions, "log"> & { shutdownGraceMs: number; logFormat: LogFormat } {
+): Omit<ServerOptions, "log"> & { drainMs: number; shutdownGraceMs: number; logFormat: LogFormat } {
   const port = Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new Error(`--port must be 0..65535, got ${values.port}`);
@@ -469,8 +474,11 @@ function serverOptions(
     apiKey: apiKeyOf(values),
     rateLimitPerMinute,
     logFormat,
+    drainMs: values.drain === undefined ? DEFAULT_DRAIN_MS : durationMs("--drain", values.drain),
     shutdownGraceMs:
-      values["shutdown-grace"] === undefined ? DEFAULT_SHUTDOWN_GRACE_MS : graceMs(values["shutdown-grace"]),
+      values["shutdown-grace"] === undefined
+        ? DEFAULT_SHUTDOWN_GRACE_MS
+        : durationMs("--shutdown-grace", values["shutdown-grace"]),
     auditRetentionMs,
   };
 }
@@ -491,7 +499,7 @@ async function serve(values: Values): Promise<number> {
     `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
   );
   const log = serviceLog(sink, options.logFormat);
-  const report = await stopOnSignals(server, options.shutdownGraceMs, log);
+  const report = await stopOnSignals(server, options, log);
   const why = {
     finished: "every request finished in time",
     grace: `the ${seconds(options.shutdownGraceMs)} grace ran out`,
@@ -506,12 +514,12 @@ async function serve(values: Values): Promise<number> {
   return 0;
 }
 
-/** `--shutdown-grace`: seconds, or a number with `s` or `ms`; 0 cuts at once. */
-function graceMs(text: string): number {
+/** `--shutdown-grace`, `--drain`: seconds, or a number with `s` or `ms`; 0: none. */
+function durationMs(flag: string, text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s)?$/.exec(text);
   const ms = m ? Number(m[1]) * (m[2] === "ms" ? 1 : 1000) : NaN;
   if (!(ms >= 0 && ms <= 3_600_000)) {
-    throw new Error(`--shutdown-grace must be a duration from 0 to 3600s (10s, 1.5s, 500ms), got ${text}`);
+    throw new Error(`${flag} must be a duration from 0 to 3600s (10s, 1.5s, 500ms), got ${text}`);
   }
   return Math.round(ms);
 }
@@ -535,7 +543,11 @@ async function authSummary(server: RunningServer, bootstrap: boolean): Promise<s
  * signal cuts the connections at once, still closing the store; a third exits without closing it
  * (a store that cannot close, a database gone).
  */
-function stopOnSignals(server: RunningServer, shutdownGraceMs: number, log: ServiceLog): Promise<StopReport> {
+function stopOnSignals(
+  server: RunningServer,
+  { drainMs, shutdownGraceMs }: { drainMs: number; shutdownGraceMs: number },
+  log: ServiceLog,
+): Promise<StopReport> {
   return new Promise<StopReport>((resolve, reject) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -543,7 +555,7 @@ function stopOnSignals(server: RunningServer, shutdownGraceMs: number, log: Serv
       if (signals === 1) {
         log.event(
           "info",
-          `${signal} received: stopping; in-flight requests have ${seconds(shutdownGraceMs)} to finish, then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
+          `${signal} received: stopping; idle keep-alive connections stay open for up to ${seconds(drainMs)} (the drain), then in-flight requests have ${seconds(shutdownGraceMs)} to finish, then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
         );
         server.close().then(resolve, reject);
       } else if (signals === 2) {

@@ -1,6 +1,6 @@
 /** The standalone server: the same app on a socket, with a graceful stop that always ends. */
 import { Server as HttpServer, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import { Server as NetServer, type Socket } from "node:net";
 import { serve } from "@hono/node-server";
 import { apiKeysOf } from "./api-keys";
 import { createEdgeApp } from "./app";
@@ -45,12 +45,29 @@ export interface ServerOptions {
    * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
    */
   shutdownGraceMs?: number;
+  /**
+   * How long a stop keeps the idle keep-alive connections open before it closes them (default 0:
+   * at once; `edge-service serve` defaults to DEFAULT_DRAIN_MS). A load balancer may be sending a
+   * request over an idle connection as the server closes it: the request is then lost, and one
+   * that is not safe to repeat (a POST without an Idempotency-Key) fails. Through the drain the
+   * server listens no more (new connections are refused, which a balancer retries elsewhere and
+   * its health check sees), and answers each request still arriving on an open connection with
+   * `Connection: close`; the drain ends early once every connection has closed. Set it above the
+   * time the balancer takes to mark a replica down (deploy/haproxy.cfg: 2 checks 1 s apart).
+   */
+  drainMs?: number;
   /** How often the server records in the store that it is alive (see ./presence); default HEARTBEAT_MS. */
   heartbeatMs?: number;
 }
 
 /** The default of `shutdownGraceMs`: well within an orchestrator's usual 30-s grace. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+
+/**
+ * `edge-service serve`'s default `drainMs`: above HAProxy's 2 s to mark a stopped replica down
+ * (deploy/haproxy.cfg), and with the grace within an orchestrator's usual 30 s.
+ */
+export const DEFAULT_DRAIN_MS = 5_000;
 
 /**
  * After the connections are cut, how long the handlers still running (their request aborted) get
@@ -74,6 +91,7 @@ export interface RunningServer {
   store: Store;
   /**
    * Stops accepting connections; answers every request from then on with `Connection: close`;
+   * keeps idle connections open for `drainMs` (or until all closed), then closes them;
    * lets in-flight requests finish for `shutdownGraceMs`, then cuts the connections still open
    * (a client stalled mid-request included); then closes the store. `now` cuts them at once,
    * also during a stop already begun (a second signal). Every call returns the same stop.
@@ -131,8 +149,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   });
   const connections = new Connections(server);
 
-  const stop = async (graceMs: number): Promise<StopReport> => {
-    const { cut, ending } = await connections.close(graceMs);
+  const stop = async (): Promise<StopReport> => {
+    const { cut, ending } = await connections.close(
+      opts.drainMs ?? 0,
+      opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
+    );
     // A cut request's handler sees its request aborted and ends; one stuck gets HANDLER_DRAIN_MS.
     const abandoned = await handlers.ended(HANDLER_DRAIN_MS);
     await presence.stop();
@@ -146,7 +167,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     port,
     store,
     close(closeOpts) {
-      stopped ??= stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS);
+      stopped ??= stop();
       if (closeOpts?.now) connections.cutNow("now");
       return stopped;
     },
@@ -222,6 +243,9 @@ class Connections {
   // the stop begins, so a keep-alive client cannot keep its connection served for ever.
   private readonly unfinished = new Set<ServerResponse>();
   private stopping = false;
+  /** The drain is over: an idle connection is closed as soon as it is idle. */
+  private drained = false;
+  private endDrain?: () => void;
   private cut?: (ending: "grace" | "now") => void;
 
   constructor(private readonly server: HttpServer) {
@@ -236,36 +260,59 @@ class Connections {
       res.once("close", () => this.unfinished.delete(res));
       res.once("finish", () => {
         // A response whose headers went out before the stop left its connection open: close it
-        // now that it is idle (closeIdleConnections skips a connection mid-request).
-        if (this.stopping) setImmediate(() => server.closeIdleConnections());
+        // now that it is idle (closeIdleConnections skips a connection mid-request). Not during
+        // the drain: its client may be sending the next request on it (see drainMs).
+        if (this.drained) setImmediate(() => server.closeIdleConnections());
       });
     });
   }
 
   /** During a stop, cuts every connection now (a second signal); otherwise nothing. */
   cutNow(ending: "grace" | "now"): void {
+    this.endDrain?.();
     this.cut?.(ending);
   }
 
-  /** Stops listening, lets requests finish for `graceMs`, then cuts what is still open. */
-  async close(graceMs: number): Promise<Pick<StopReport, "cut" | "ending">> {
+  /**
+   * Stops listening; keeps the idle connections open for `drainMs` (or until none is left), then
+   * closes them; lets requests finish for `graceMs`, then cuts what is still open.
+   */
+  async close(drainMs: number, graceMs: number): Promise<Pick<StopReport, "cut" | "ending">> {
     this.stopping = true;
     for (const res of this.unfinished) if (!res.headersSent) res.setHeader("Connection", "close");
     let ending: StopReport["ending"] = "finished";
     let cut = 0;
-    const allClosed = new Promise<void>((resolve) => {
-      // Stops listening and closes the idle connections (node >= 19); resolves when none is left.
-      this.server.close(() => resolve());
-      this.cut = (why) => {
-        this.cut = undefined;
-        ending = why;
-        cut = this.sockets.size;
-        // closeAllConnections: every connection of the HTTP layer, one stalled mid-headers or
-        // mid-body too (server.close() stopped the timers of headersTimeout/requestTimeout).
-        this.server.closeAllConnections();
-        for (const socket of this.sockets) socket.destroy();
-      };
-    });
+    // Stops listening only: http.Server's own close() would also close the idle connections
+    // (node >= 19), which is what the drain holds back. Resolves when no connection is left.
+    const allClosed = new Promise<void>((resolve) =>
+      NetServer.prototype.close.call(this.server, () => resolve()),
+    );
+    this.cut = (why) => {
+      this.cut = undefined;
+      ending = why;
+      // The idle ones (kept through a drain) carry no request: closed, not counted as cut.
+      this.server.closeIdleConnections();
+      cut = [...this.sockets].filter((socket) => !socket.destroyed).length;
+      // closeAllConnections: every connection of the HTTP layer, one stalled mid-headers or
+      // mid-body too (the HTTP layer's headersTimeout/requestTimeout timers are stopped).
+      this.server.closeAllConnections();
+      for (const socket of this.sockets) socket.destroy();
+    };
+    if (drainMs > 0 && this.sockets.size > 0) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, drainMs);
+        this.endDrain = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+        void allClosed.then(this.endDrain);
+      });
+      this.endDrain = undefined;
+    }
+    this.drained = true;
+    // Now the HTTP layer's close: the idle connections are closed, its timers stopped (listening
+    // had already stopped, so this only adds that).
+    this.server.close();
     const timer = setTimeout(() => this.cutNow("grace"), graceMs);
     await allClosed;
     clearTimeout(timer);

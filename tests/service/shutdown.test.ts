@@ -2,12 +2,13 @@
  * The standalone server's stop (`edge-service serve`, the compiled CLI as a real process): a
  * SIGTERM under keep-alive write load ends, exit 0, with every acknowledged write stored; clients
  * stalled mid-headers and mid-body are cut after `--shutdown-grace`; a second signal cuts at once
- * and still closes the store; a reader of stderr that went away (EPIPE) does not end the server;
+ * and still closes the store; the drain keeps idle keep-alive connections open and answers what
+ * arrives on them (with `--drain 0` they are closed at once, the race a balancer loses); a reader of stderr that went away (EPIPE) does not end the server;
  * the start banner says what auth really is. RELIABILITY.md "Bugs found and fixed" tells the
  * bugs these tests keep fixed. Every wait is on an event (a log line, an exit, a socket's close),
  * bounded by the test's timeout; nothing asserts on time.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import * as net from "node:net";
 import * as path from "node:path";
 import Database from "libsql";
@@ -250,7 +251,97 @@ describe("edge-service serve stops, and always ends", () => {
       removeDir(dataDir);
     }
   }, 300_000);
+
+  // A balancer keeps idle keep-alive connections to each replica and may send on one just as the
+  // replica closes it: a POST without an Idempotency-Key then fails (seen in rolling-restart.test
+  // before the drain). The drain keeps them open and answers what still arrives on them.
+  it("the drain answers a request sent on an idle keep-alive connection after SIGTERM, refuses new connections, and ends once none is left", async () => {
+    const dataDir = makeTempDir("stop-drain");
+    try {
+      // An hour's drain: only the connection's close can end it.
+      const cli = await startCli(["--port", "0", "--data", dataDir, "--drain", "3600s"]);
+      const port = Number(new URL(cli.url).port);
+      const idle = await connect(port);
+      await idle.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await untilReceived(idle, /\r\n\r\n/);
+      expect(idle.received()).toMatch(/^HTTP\/1\.1 200 [^]*keep-alive/i);
+
+      cli.child.kill("SIGTERM");
+      await untilLine(
+        cli,
+        /SIGTERM received: stopping; idle keep-alive connections stay open for up to 3600 s/,
+      );
+      // Not listening any more: a new connection is refused (a balancer retries it elsewhere).
+      // The listening socket's close completes in the server's next loop turn: ask until refused.
+      for (let attempt = 1; ; attempt++) {
+        const refused = await connect(port).then(
+          (conn) => (conn.socket.destroy(), undefined),
+          (e: NodeJS.ErrnoException) => e.code,
+        );
+        if (refused === "ECONNREFUSED") break;
+        if (attempt === 100) throw new Error("still accepting connections 100 attempts after the stop began");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const before = idle.received().length;
+      const body = JSON.stringify({ description: "sent as the stop began" });
+      await idle.write(
+        `POST /edges/tls HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      );
+      // Answered, told to close, and closed by the server; then the stop ends, an hour early.
+      await idle.closed;
+      const answer = idle.received().slice(before);
+      expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+      expect(answer).toMatch(/\r\nconnection: close\r\n/i);
+      expect(await cli.exit).toEqual({ code: 0, signal: null });
+      expect(STOPPED.exec(cli.stderr())?.slice(1)).toEqual(["0", "every request finished in time"]);
+      expect(answer).toContain("sent as the stop began");
+    } finally {
+      removeDir(dataDir);
+    }
+  }, 300_000);
+
+  it("with --drain 0 an idle keep-alive connection is closed at once, unanswered (the race the drain removes)", async () => {
+    const dataDir = makeTempDir("stop-no-drain");
+    try {
+      const cli = await startCli(["--port", "0", "--data", dataDir, "--drain", "0"]);
+      const port = Number(new URL(cli.url).port);
+      const idle = await connect(port);
+      await idle.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await untilReceived(idle, /\r\n\r\n/);
+      const before = idle.received().length;
+      cli.child.kill("SIGTERM");
+      await idle.closed;
+      expect(idle.received().slice(before)).toBe("");
+      expect(await cli.exit).toEqual({ code: 0, signal: null });
+    } finally {
+      removeDir(dataDir);
+    }
+  }, 300_000);
+
+  it("refuses a bad --drain, naming the flag and the form it takes", async () => {
+    const result = spawnSync(process.execPath, [CLI, "serve", "--port", "0", "--drain", "soon"], {
+      encoding: "utf8",
+    });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toContain(
+      "--drain must be a duration from 0 to 3600s (10s, 1.5s, 500ms), got soon",
+    );
+  });
 });
+
+/** Resolves once what `conn` received matches `re`; rejects if it closes first. */
+function untilReceived(conn: Awaited<ReturnType<typeof connect>>, re: RegExp): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const look = () => {
+      if (!re.test(conn.received())) return;
+      conn.socket.off("data", look);
+      resolve();
+    };
+    conn.socket.on("data", look);
+    look();
+    void conn.closed.then(() => reject(new Error(`closed before ${re}: ${conn.received()}`)));
+  });
+}
 
 describe("edge-service serve and its operator", () => {
   it("a reader of stderr that went away (EPIPE) does not end the server", async () => {
