@@ -106,7 +106,9 @@ function routeBody(match: string, secret: string, saml: boolean) {
 
 /**
  * Writers that create routes with a secret and change earlier routes' secrets, through the
- * replicas `urls()` names at each request, until `stopWhen()` (bounded: 400 requests each, 240 s).
+ * replicas `urls()` names at each request, until `stopWhen()` (bounded: 4,000 requests each, 240 s),
+ * 10 ms apart: a replica's stop drains its keep-alive connections for seconds meanwhile, and
+ * unpaced writers would spend their bound before the test is done.
  * The secret each route holds last, and every answer's status (an error's message kept).
  */
 class Writers {
@@ -154,7 +156,8 @@ class Writers {
   private async run(w: number): Promise<void> {
     const end = Date.now() + 240_000;
     const mine: string[] = [];
-    for (let i = 0; i < 400 && !this.done && Date.now() < end; i++) {
+    for (let i = 0; i < 4000 && !this.done && Date.now() < end; i++) {
+      if (i > 0) await new Promise((r) => setTimeout(r, 10));
       const urls = this.urls();
       const url = urls[(i + w) % urls.length]!;
       this.inFlight.set(url, (this.inFlight.get(url) ?? 0) + 1);
