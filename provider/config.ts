@@ -32,15 +32,33 @@ interface StackConfig {
 
 let stack: Partial<ProviderSettings> = {};
 
+/** The stack config key of each setting. */
+const KEY = {
+  baseUrl: "edge:baseUrl",
+  apiKey: "edge:apiKey",
+  dataDir: "edge:dataDir",
+  requestTimeoutMs: "edge:requestTimeoutMs",
+  requestDeadlineMs: "edge:requestDeadlineMs",
+} as const satisfies Record<keyof ProviderSettings, string>;
+
 /** The settings a stack's config states (`edge:*` keys), none of the fallbacks. */
 function fromConfig(config: StackConfig): Partial<ProviderSettings> {
   return {
-    baseUrl: config.get("edge:baseUrl") || undefined,
-    apiKey: config.get("edge:apiKey") || undefined,
-    dataDir: config.get("edge:dataDir") || undefined,
-    requestTimeoutMs: timeout(config.get("edge:requestTimeoutMs"), "edge:requestTimeoutMs"),
-    requestDeadlineMs: timeout(config.get("edge:requestDeadlineMs"), "edge:requestDeadlineMs"),
+    baseUrl: config.get(KEY.baseUrl) || undefined,
+    apiKey: config.get(KEY.apiKey) || undefined,
+    dataDir: config.get(KEY.dataDir) || undefined,
+    requestTimeoutMs: timeout(config.get(KEY.requestTimeoutMs), KEY.requestTimeoutMs),
+    requestDeadlineMs: timeout(config.get(KEY.requestDeadlineMs), KEY.requestDeadlineMs),
   };
+}
+
+/**
+ * The config keys whose stack values the settings can take under `env` (see settingsOf): an
+ * `EDGE_API_KEY` in the environment wins over `edge:apiKey`, so that key's value is not needed.
+ */
+export function configKeysRead(env: NodeJS.ProcessEnv): string[] {
+  const keys: string[] = Object.values(KEY);
+  return env.EDGE_API_KEY ? keys.filter((k) => k !== KEY.apiKey) : keys;
 }
 
 /** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */

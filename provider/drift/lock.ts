@@ -8,15 +8,11 @@
  * Only a file backend's locks can be seen (`<backend>/.pulumi/locks/<fully qualified stack
  * name>/<id>.json`, each the holder's pid, user, host and start): other backends are not checked.
  */
-import { execFile } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { promisify } from "node:util";
-import type { Stack } from "@pulumi/pulumi/automation";
 import { errorMessage } from "../../sdk/contract";
-
-const run = promisify(execFile);
+import { pulumiCli, type Target } from "./stacks";
 
 /** What the CLI writes in a lock file. */
 interface LockContent {
@@ -36,29 +32,59 @@ function backendDir(url: string, workDir: string): string | undefined {
 
 /**
  * A check to call before and after the stack's preview: it throws StackLockedError while another
- * process holds the stack's lock (never, when the backend's locks cannot be seen). `dir` is the
- * project directory as the user gave it.
+ * process holds the stack's lock (never, when the backend's locks cannot be seen). `target.dir` is
+ * the project directory as the user gave it.
  */
 export async function lockCheck(
-  stack: Stack,
-  dir: string,
+  target: Target,
   pulumi: string,
   env: Record<string, string>,
 ): Promise<() => void> {
-  const workDir = resolve(dir);
-  const { url } = await stack.workspace.whoAmI();
-  const root = url === undefined ? undefined : backendDir(url, workDir);
-  if (root === undefined) return () => undefined;
-  const { stdout } = await run(
-    pulumi,
-    ["stack", "--show-name", "--fully-qualify-stack-names", "--stack", stack.name, "--non-interactive"],
-    { cwd: workDir, env },
-  );
-  const locks = join(root, ".pulumi", "locks", ...stdout.trim().split("/"));
+  const locks = await locksDir(target, pulumi, env);
+  if (locks === undefined) return () => undefined;
   return () => {
     const holders = holdersOf(locks);
-    if (holders) throw new StackLockedError(stack.name, dir, holders);
+    if (holders) throw new StackLockedError(target.stack, target.dir, holders);
   };
+}
+
+/** Per project directory: its file backend's root and its stacks' fully qualified name prefix. */
+const places = new Map<string, { root: string; prefix: string } | null>();
+
+/**
+ * Where the stack's locks are (`<backend>/.pulumi/locks/<fully qualified stack name>`), or
+ * undefined for a backend whose locks cannot be seen. Asked of the CLI (`whoami`, `stack
+ * --show-name --fully-qualify-stack-names`) once per project directory, not per stack: every
+ * stack of a project shares its backend and its name's prefix, and each CLI run costs a quarter
+ * second of CPU. Kept once found: the asking fails for a stack that does not exist, and that
+ * must not fail the others.
+ */
+async function locksDir(
+  target: Target,
+  pulumi: string,
+  env: Record<string, string>,
+): Promise<string | undefined> {
+  const workDir = resolve(target.dir);
+  const cli = async (...args: string[]) => (await pulumiCli(pulumi, args, workDir, env)).trim();
+  const ask = async () => {
+    const { url } = JSON.parse(await cli("whoami", "--json")) as { url?: string };
+    const root = url === undefined ? undefined : backendDir(url, workDir);
+    if (root === undefined) return null;
+    const name = await cli("stack", "--show-name", "--fully-qualify-stack-names", "--stack", target.stack);
+    // `organization/<project>/<stack>`: its prefix is every stack's of the project.
+    const prefix = name.slice(0, name.length - target.stack.length);
+    return name.endsWith(target.stack) && (prefix === "" || prefix.endsWith("/")) ? { root, prefix } : null;
+  };
+  // A name given fully qualified (org/project/stack) is asked each time.
+  const cached = !target.stack.includes("/");
+  let found = cached ? places.get(workDir) : undefined;
+  if (found === undefined) {
+    found = await ask();
+    if (cached) places.set(workDir, found);
+  }
+  return found
+    ? join(found.root, ".pulumi", "locks", ...`${found.prefix}${target.stack}`.split("/"))
+    : undefined;
 }
 
 /** Who holds the locks in `locks` (one line each, as the CLI says it), or undefined. */

@@ -337,23 +337,24 @@ export async function checkStack(
   let judged: CheckPath = path;
   let fallback: string | undefined;
   try {
-    const stack = await selectStack(target, engine);
     // No path takes the stack's lock: a locked stack's state is mid-update, not drifted.
-    const unlocked = await lockCheck(stack, target.dir, engine.command.command, engine.env);
+    const unlocked = await lockCheck(target, engine.command.command, engine.env);
     unlocked();
     let resources: DriftedResource[];
     let changes: boolean;
     if (path === "fast") {
+      // Not selected: the fast path names the stack in each command (see readStack).
       const fast = await judgeStackFast(target, engine);
       if (fast instanceof CannotJudge) {
         [judged, fallback] = ["engine", fast.reason];
-        ({ resources, changes } = await byPreview(stack, log));
+        ({ resources, changes } = await byPreview(await selectStack(target, engine), log));
       } else ({ resources, changes } = { resources: fast.resources, changes: false });
     } else if (path === "refresh") {
+      const stack = await selectStack(target, engine);
       const preview = await stack.previewRefresh({ color: "never", onEvent: log.onEvent });
       resources = log.refreshed();
       changes = changedBeyondBookkeeping(preview.changeSummary, log) > 0;
-    } else ({ resources, changes } = await byPreview(stack, log));
+    } else ({ resources, changes } = await byPreview(await selectStack(target, engine), log));
     unlocked(); // taken while it ran: what it read may be mid-update too
     return {
       ...target,

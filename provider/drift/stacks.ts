@@ -3,7 +3,8 @@
  * of which project directory, and its workspace through the Automation API.
  */
 import { execFile } from "node:child_process";
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import {
   type ConfigMap,
@@ -12,6 +13,9 @@ import {
   type PulumiCommand,
   type Stack,
 } from "@pulumi/pulumi/automation";
+import { parse } from "yaml";
+import { configKeysRead } from "../config";
+import { isProps } from "../model/check";
 
 /** One stack of one project directory. */
 export interface Target {
@@ -70,21 +74,11 @@ export async function readStack(target: Target, engine: Engine): Promise<StackRe
   const workDir = resolve(target.dir);
   const ws = await LocalWorkspace.create({ workDir, pulumiCommand: engine.command, envVars: engine.env });
   const history = async () => {
-    const { stdout } = await promisify(execFile)(
+    const stdout = await pulumiCli(
       engine.command.command,
-      [
-        "stack",
-        "history",
-        "--json",
-        "--page-size",
-        "1",
-        "--page",
-        "1",
-        "--stack",
-        target.stack,
-        "--non-interactive",
-      ],
-      { cwd: workDir, env: { ...process.env, ...engine.env }, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+      ["stack", "history", "--json", "--page-size", "1", "--page", "1", "--stack", target.stack],
+      workDir,
+      { ...process.env, ...engine.env },
     );
     const entries: unknown = JSON.parse(stdout);
     const first: unknown = Array.isArray(entries) ? entries[0] : undefined;
@@ -93,8 +87,76 @@ export async function readStack(target: Target, engine: Engine): Promise<StackRe
   };
   const [exported, config, last] = await Promise.all([
     ws.exportStack(target.stack),
-    ws.getAllConfig(target.stack),
+    configFromFiles(workDir, target.stack, engine.env) ?? ws.getAllConfig(target.stack),
     history(),
   ]);
   return { exported, config, last };
+}
+
+/**
+ * A run of the `pulumi` CLI (`--non-interactive`) in `workDir`: its stdout; if it fails, an error
+ * saying what the CLI said (its stderr), as the Automation API's errors do.
+ */
+export async function pulumiCli(
+  pulumi: string,
+  args: string[],
+  workDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
+  try {
+    const run = promisify(execFile);
+    const { stdout } = await run(pulumi, [...args, "--non-interactive"], {
+      cwd: workDir,
+      env,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (e) {
+    const stderr = isProps(e) && typeof e.stderr === "string" ? e.stderr.trim() : "";
+    throw stderr ? new Error(stderr) : e;
+  }
+}
+
+/**
+ * The stack's config as `pulumi config --show-secrets --json` gives the keys the provider's
+ * settings read (configKeysRead), from the stack's file alone, saving a CLI run (each costs a
+ * quarter second of CPU, most of a fast check's). Undefined when the file alone may not decide
+ * them: one of them is a secret (only the CLI opens it), or the project's config, an environment
+ * (Pulumi ESC) or a `stackConfigDir` may set them, or a file is not plain.
+ */
+export function configFromFiles(
+  workDir: string,
+  stack: string,
+  env: NodeJS.ProcessEnv,
+): ConfigMap | undefined {
+  if (stack.includes("/")) return undefined; // a fully qualified name: the CLI finds its file
+  const project = readYaml(["Pulumi.yaml", "Pulumi.yml"].map((f) => join(workDir, f)).find(existsSync));
+  if (!isProps(project) || "config" in project || "stackConfigDir" in project) return undefined;
+  if (existsSync(join(workDir, `Pulumi.${stack}.yml`))) return undefined;
+  const file = join(workDir, `Pulumi.${stack}.yaml`);
+  if (!existsSync(file)) return {}; // no stack file: no stack config
+  const stackFile = readYaml(file);
+  if (!isProps(stackFile) || "environment" in stackFile) return undefined;
+  const values = stackFile.config ?? {};
+  if (!isProps(values)) return undefined;
+  const config: ConfigMap = {};
+  for (const key of configKeysRead(env)) {
+    const value = values[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      config[key] = { value: String(value), secret: false };
+    } else return undefined; // `secure:` (a secret) or an object: the CLI's to say
+  }
+  return config;
+}
+
+/** A YAML file's content; undefined when missing or not YAML (the CLI then says what is wrong). */
+function readYaml(file: string | undefined): unknown {
+  if (file === undefined) return undefined;
+  try {
+    return parse(readFileSync(file, "utf8"));
+  } catch {
+    return undefined;
+  }
 }
