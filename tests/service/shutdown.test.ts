@@ -173,17 +173,7 @@ describe("edge-service serve stops, and always ends", () => {
         "POST /edges/https HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
           "Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n",
       );
-      await new Promise<void>((resolve, reject) => {
-        const look = () => {
-          if (!midBody.received().includes("100 Continue")) return;
-          midBody.socket.off("data", look);
-          resolve();
-        };
-        midBody.socket.on("data", look);
-        void midBody.closed.then(() =>
-          reject(new Error(`closed before 100 Continue: ${midBody.received()}`)),
-        );
-      });
+      await untilReceived(midBody, /100 Continue/);
       await midBody.write('{"description": "never finis');
       // Mid-headers: half a request line and header. A whole request on another connection,
       // answered, shows the server has read it (both were readable in the same poll, at the latest).
@@ -225,14 +215,7 @@ describe("edge-service serve stops, and always ends", () => {
         "PUT /edges/https HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
           "Content-Length: 50\r\nExpect: 100-continue\r\n\r\n",
       );
-      await new Promise<void>((resolve) => {
-        const look = () => {
-          if (!stalled.received().includes("100 Continue")) return;
-          stalled.socket.off("data", look);
-          resolve();
-        };
-        stalled.socket.on("data", look);
-      });
+      await untilReceived(stalled, /100 Continue/);
 
       cli.child.kill("SIGTERM");
       await untilLine(cli, /SIGTERM received: stopping/);
