@@ -70,6 +70,12 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 export const DEFAULT_DRAIN_MS = 5_000;
 
 /**
+ * How long an idle keep-alive connection is kept open (node's default is 5 s): above the idle
+ * timeouts of load balancers (AWS ALB 60 s, HAProxy's pooled server connections, nginx 60 s).
+ */
+export const KEEP_ALIVE_IDLE_MS = 65_000;
+
+/**
  * After the connections are cut, how long the handlers still running (their request aborted) get
  * to end before the store is closed under them: they normally end within milliseconds.
  */
@@ -227,6 +233,12 @@ async function listen(
     });
     s.once("error", reject);
   });
+  // A load balancer keeps idle connections to each replica and reuses them; whichever side closes
+  // an idle one may meet a request the other sends on it at that moment, which is lost. Node closes
+  // them after 5 s idle, about when HAProxy may reuse one; longer than any balancer's idle time,
+  // the balancer is the side that closes, and knows it. Headers may still take their 60 s once a
+  // request begins (node counts headersTimeout from the request's first byte).
+  server.keepAliveTimeout = KEEP_ALIVE_IDLE_MS;
   const address = server.address();
   if (address === null || typeof address === "string") {
     throw new Error(`the server listens on ${address}, not a TCP port`);

@@ -301,6 +301,27 @@ describe("edge-service serve stops, and always ends", () => {
     }
   }, 300_000);
 
+  // Node closes idle keep-alive connections after 5 s by default, about when a balancer may reuse
+  // one: the same race as at a stop, on any quiet replica. The balancer must be the side to close.
+  it("keeps an idle keep-alive connection past node's 5-s default: a request after 6 s idle is answered on it", async () => {
+    const dataDir = makeTempDir("keep-alive");
+    try {
+      const cli = await startCli(["--port", "0", "--data", dataDir]);
+      const conn = await connect(Number(new URL(cli.url).port));
+      await conn.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await untilReceived(conn, /\r\n\r\n/);
+      expect(conn.received()).toMatch(/\r\nkeep-alive: timeout=65\r\n/i);
+      await new Promise((resolve) => setTimeout(resolve, 6_000));
+      await conn.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await untilReceived(conn, /HTTP\/1\.1 200 [^]*HTTP\/1\.1 200 /);
+      conn.socket.destroy();
+      cli.child.kill("SIGTERM");
+      expect(await cli.exit).toEqual({ code: 0, signal: null });
+    } finally {
+      removeDir(dataDir);
+    }
+  }, 300_000);
+
   it("refuses a bad --drain, naming the flag and the form it takes", async () => {
     const result = spawnSync(process.execPath, [CLI, "serve", "--port", "0", "--drain", "soon"], {
       encoding: "utf8",
