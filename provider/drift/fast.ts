@@ -13,9 +13,7 @@
  * state that a refresh (an `up --refresh` that then failed, an import) last wrote: that state holds
  * what the service held then, not what was deployed, so only the program can tell drift there.
  */
-import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { parse } from "yaml";
 import type { EdgeClient } from "../../sdk/client";
 import { edgeClient, settingsFor } from "../config";
 import { concealLeaves, fromExported, keepSecretsOf, reveal } from "../engine/secrets";
@@ -32,6 +30,7 @@ import { LAST_WRITE_KEY } from "../lifecycle/attribution";
 import { readOrGone } from "../lifecycle/errors";
 import { checkedInputs } from "../lifecycle/types";
 import { SECRET_LEAVES } from "../model";
+import { readPulumiFile } from "../pulumi-files";
 import { isProps, type Props } from "../model/check";
 import { changedFields, type DriftedResource, parseAuthorWarnings } from "./report";
 import { type Engine, readStack, type Target } from "./stacks";
@@ -68,17 +67,10 @@ function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
 
 /** The program's directory: the project's, or its `main` (where the provider runs). */
 function programDir(projectDir: string): string {
-  for (const file of ["Pulumi.yaml", "Pulumi.yml"]) {
-    try {
-      const project: unknown = parse(readFileSync(join(projectDir, file), "utf8"));
-      const main = isProps(project) && typeof project.main === "string" ? project.main : ".";
-      // `main` may name a file: its directory is the program's.
-      return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);
-    } catch {
-      // the other spelling
-    }
-  }
-  return resolve(projectDir);
+  const project = readPulumiFile(projectDir, "Pulumi");
+  const main = typeof project === "object" && typeof project.main === "string" ? project.main : ".";
+  // `main` may name a file: its directory is the program's.
+  return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);
 }
 
 interface Judged {

@@ -3,8 +3,7 @@
  * of which project directory, and its workspace through the Automation API.
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { promisify } from "node:util";
 import {
   type ConfigMap,
@@ -13,9 +12,9 @@ import {
   type PulumiCommand,
   type Stack,
 } from "@pulumi/pulumi/automation";
-import { parse } from "yaml";
 import { configKeysRead } from "../config";
 import { isProps } from "../model/check";
+import { readPulumiFile, stackConfigDir, stackFileBase } from "../pulumi-files";
 
 /** One stack of one project directory. */
 export interface Target {
@@ -120,25 +119,22 @@ export async function pulumiCli(
 
 /**
  * The stack's config as `pulumi config --show-secrets --json` gives the keys the provider's
- * settings read (configKeysRead), from the stack's file alone, saving a CLI run (each costs a
- * quarter second of CPU, most of a fast check's). Undefined when the file alone may not decide
- * them: one of them is a secret (only the CLI opens it), or the project's config, an environment
- * (Pulumi ESC) or a `stackConfigDir` may set them, or a file is not plain.
+ * settings read (configKeysRead), from the stack's settings file alone, saving a CLI run (each
+ * costs a quarter second of CPU, most of a fast check's). Undefined when the file alone may not
+ * decide them: one of them is a secret (only the CLI opens it), the project's config or an
+ * environment (Pulumi ESC) may set them, or a file is unreadable (the CLI says why).
  */
 export function configFromFiles(
   workDir: string,
   stack: string,
   env: NodeJS.ProcessEnv,
 ): ConfigMap | undefined {
-  if (stack.includes("/")) return undefined; // a fully qualified name: the CLI finds its file
-  const project = readYaml(["Pulumi.yaml", "Pulumi.yml"].map((f) => join(workDir, f)).find(existsSync));
-  if (!isProps(project) || "config" in project || "stackConfigDir" in project) return undefined;
-  if (existsSync(join(workDir, `Pulumi.${stack}.yml`))) return undefined;
-  const file = join(workDir, `Pulumi.${stack}.yaml`);
-  if (!existsSync(file)) return {}; // no stack file: no stack config
-  const stackFile = readYaml(file);
-  if (!isProps(stackFile) || "environment" in stackFile) return undefined;
-  const values = stackFile.config ?? {};
+  const project = readPulumiFile(workDir, "Pulumi");
+  if (typeof project === "string" || "config" in project) return undefined;
+  const settings = readPulumiFile(stackConfigDir(workDir, project), stackFileBase(stack));
+  if (settings === "missing") return {}; // no settings file: no stack config
+  if (settings === "unreadable" || "environment" in settings) return undefined;
+  const values = settings.config ?? {};
   if (!isProps(values)) return undefined;
   const config: ConfigMap = {};
   for (const key of configKeysRead(env)) {
@@ -149,14 +145,4 @@ export function configFromFiles(
     } else return undefined; // `secure:` (a secret) or an object: the CLI's to say
   }
   return config;
-}
-
-/** A YAML file's content; undefined when missing or not YAML (the CLI then says what is wrong). */
-function readYaml(file: string | undefined): unknown {
-  if (file === undefined) return undefined;
-  try {
-    return parse(readFileSync(file, "utf8"));
-  } catch {
-    return undefined;
-  }
 }

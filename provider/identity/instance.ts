@@ -25,10 +25,10 @@
  * - the salt: `encryptionsalt` or `encryptedkey` of `Pulumi.<stack>.yaml` in the project's
  *   `stackConfigDir`; "" when there is none (`--config-file`, Pulumi Cloud secrets).
  */
-import { existsSync, readFileSync, readlinkSync, realpathSync } from "node:fs";
+import { readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { hostname, userInfo } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { parse } from "yaml";
+import { readPulumiFile, stackConfigDir, stackFileBase } from "../pulumi-files";
 
 /** The environment's guess at one stack instance (see the module's comment). */
 export interface StackInstance {
@@ -165,8 +165,7 @@ function realPath(path: string): string {
 }
 
 function readSalt(stack: string, root: string, project: Record<string, unknown>): string {
-  const configDir = typeof project.stackConfigDir === "string" ? join(root, project.stackConfigDir) : root;
-  const settings = readYaml(configDir, `Pulumi.${stack.split("/").pop()}`);
+  const settings = readYaml(stackConfigDir(root, project), stackFileBase(stack));
   for (const key of ["encryptionsalt", "encryptedkey"]) {
     const value = settings?.[key];
     if (typeof value === "string" && value !== "") return value;
@@ -204,16 +203,8 @@ function accountHome(): string {
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object";
 const nonEmpty = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
 
+/** A Pulumi file's mapping; undefined when missing, {} when broken (the engine reports that). */
 function readYaml(dir: string, base: string): Record<string, unknown> | undefined {
-  for (const ext of [".yaml", ".yml"]) {
-    const file = join(dir, base + ext);
-    if (!existsSync(file)) continue;
-    try {
-      const value: unknown = parse(readFileSync(file, "utf8"));
-      return isRecord(value) ? value : {};
-    } catch {
-      return {}; // not ours to judge: the engine reports a broken project or settings file
-    }
-  }
-  return undefined;
+  const file = readPulumiFile(dir, base);
+  return file === "missing" ? undefined : file === "unreadable" ? {} : file;
 }

@@ -1,11 +1,11 @@
 /**
  * The fast drift path reads a stack's `edge:*` config from its file instead of running `pulumi
  * config` (a quarter second of CPU per stack): held here against the real CLI's answer for the
- * same files, and the cases the file alone cannot decide (a secret, project config, an
- * environment, `stackConfigDir`) must go to the CLI (undefined).
+ * same files (a `stackConfigDir` included), and the cases the file alone cannot decide (a
+ * secret, project config, an environment) must go to the CLI (undefined).
  */
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configKeysRead } from "../../provider/config";
@@ -76,6 +76,20 @@ it("a secret edge key goes to the CLI, unless the environment's EDGE_API_KEY win
   expect(values(withEnvKey)).toEqual({ "edge:baseUrl": "http://127.0.0.1:9" });
 }, 120_000);
 
+it("a stackConfigDir is where the settings file is read, as the CLI reads it", () => {
+  const other = project("other-dir", {});
+  const settings = readFileSync(join(other, "Pulumi.dev.yaml"), "utf8");
+  mkdirSync(join(other, "config"));
+  writeFileSync(
+    join(other, "config", "Pulumi.dev.yaml"),
+    `${settings}config:\n  edge:baseUrl: http://127.0.0.1:8\n`,
+  );
+  writeFileSync(join(other, "Pulumi.yaml"), `name: other-dir\nruntime: nodejs\nstackConfigDir: config\n`);
+  const fromFile = configFromFiles(other, "dev", {});
+  expect(values(fromFile)).toEqual({ "edge:baseUrl": "http://127.0.0.1:8" });
+  expect(values(fromFile)).toEqual(cliConfig(other, configKeysRead({})));
+}, 120_000);
+
 it("what the stack's file alone cannot decide goes to the CLI; no file is no config", () => {
   const none = project("none", {});
   expect(configFromFiles(none, "dev", {})).toEqual({});
@@ -88,10 +102,6 @@ it("what the stack's file alone cannot decide goes to the CLI; no file is no con
   );
   expect(configFromFiles(projectConfig, "dev", {})).toBeUndefined();
   expect(cliConfig(projectConfig, configKeysRead({}))).toEqual({ "edge:baseUrl": "http://127.0.0.1:7" });
-
-  const other = project("other-dir", {});
-  writeFileSync(join(other, "Pulumi.yaml"), `name: other-dir\nruntime: nodejs\nstackConfigDir: config\n`);
-  expect(configFromFiles(other, "dev", {})).toBeUndefined();
 
   const environment = project("environment", { "Pulumi.dev.yaml": "environment:\n  - edge/prod\n" });
   expect(configFromFiles(environment, "dev", {})).toBeUndefined();
