@@ -58,8 +58,11 @@ function fromConfig(config: StackConfig): Partial<ProviderSettings> {
  */
 export function configKeysRead(env: NodeJS.ProcessEnv): string[] {
   const keys: string[] = Object.values(KEY);
-  return env.EDGE_API_KEY ? keys.filter((k) => k !== KEY.apiKey) : keys;
+  return apiKeyFromEnv(env) ? keys.filter((k) => k !== KEY.apiKey) : keys;
 }
+
+/** The API key of the environment, which wins over the stack's `edge:apiKey` (CI holds it there). */
+const apiKeyFromEnv = (env: NodeJS.ProcessEnv): string | undefined => env.EDGE_API_KEY || undefined;
 
 /** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */
 export function configureFromStack(config: StackConfig): void {
@@ -98,7 +101,7 @@ function settingsOf(
 ): ProviderSettings {
   return {
     baseUrl: stack.baseUrl ?? (env.EDGE_API_URL || undefined),
-    apiKey: env.EDGE_API_KEY || stack.apiKey,
+    apiKey: apiKeyFromEnv(env) ?? stack.apiKey,
     // Relative to the program's directory, as the provider (run there) reads it.
     dataDir: resolve(programDir, stack.dataDir ?? (env.EDGE_DATA_DIR || ".edge-service")),
     requestTimeoutMs:

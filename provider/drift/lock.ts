@@ -48,8 +48,11 @@ export async function lockCheck(
   };
 }
 
-/** Per project directory: its file backend's root and its stacks' fully qualified name prefix. */
-const places = new Map<string, { root: string; prefix: string } | null>();
+/**
+ * Per environment (the backend is chosen by it too: PULUMI_BACKEND_URL, PULUMI_HOME, ...) and
+ * project directory: its file backend's root and its stacks' fully qualified name prefix.
+ */
+const places = new WeakMap<object, Map<string, { root: string; prefix: string } | null>>();
 
 /**
  * Where the stack's locks are (`<backend>/.pulumi/locks/<fully qualified stack name>`), or
@@ -77,10 +80,12 @@ async function locksDir(
   };
   // A name given fully qualified (org/project/stack) is asked each time.
   const cached = !target.stack.includes("/");
-  let found = cached ? places.get(workDir) : undefined;
+  const known = places.get(env) ?? new Map<string, { root: string; prefix: string } | null>();
+  places.set(env, known);
+  let found = cached ? known.get(workDir) : undefined;
   if (found === undefined) {
     found = await ask();
-    if (cached) places.set(workDir, found);
+    if (cached) known.set(workDir, found);
   }
   return found
     ? join(found.root, ".pulumi", "locks", ...`${found.prefix}${target.stack}`.split("/"))
