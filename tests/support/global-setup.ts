@@ -3,13 +3,14 @@
  * - Every process a test starts inherits `PULUMI_EDGE_TEST_RUN=<this run>` (tests/support/leftovers).
  * - The run gets a temp directory of its own (TMPDIR), so the `edge-*` directories it leaves are
  *   told apart from those of a developer's other runs in the same OS temp dir.
+ * - What an interrupted earlier run left (no teardown ran) is killed and removed first.
  * - dist is brought up to date here, before any worker runs from it (see ensureBuilt).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { ensureBuilt } from "./edge-service";
-import { MARKER_VARIABLE } from "./leftovers";
+import { MARKER_VARIABLE, RUN_MARKER_FILE, sweepInterruptedRuns } from "./leftovers";
 
 export interface RunMarks {
   marker: string;
@@ -18,6 +19,7 @@ export interface RunMarks {
 }
 
 export default function globalSetup(): void {
+  sweepInterruptedRuns((line) => console.warn(line));
   // Built once, before any worker runs from dist (workers then find nothing to build).
   ensureBuilt();
   const marks: RunMarks = {
@@ -28,6 +30,7 @@ export default function globalSetup(): void {
   // Traversable by others (mkdtemp makes it 0700): the PostgreSQL test clusters run as an
   // unprivileged user from directories inside it (tests/support/postgres.ts).
   fs.chmodSync(marks.tmp, 0o711);
+  fs.writeFileSync(path.join(marks.tmp, RUN_MARKER_FILE), marks.marker);
   process.env[MARKER_VARIABLE] = marks.marker;
   process.env.TMPDIR = marks.tmp;
   (globalThis as { __pulumiEdgeRun?: RunMarks }).__pulumiEdgeRun = marks;

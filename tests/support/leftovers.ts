@@ -65,3 +65,52 @@ export function edgeTempEntries(): Set<string> {
 export function newEdgeTempEntries(before: ReadonlySet<string>): string[] {
   return [...edgeTempEntries()].filter((e) => !before.has(e)).map((e) => path.join(os.tmpdir(), e));
 }
+
+/** The file in a run's temp directory that names its marker (see global-setup). */
+export const RUN_MARKER_FILE = ".run-marker";
+
+/**
+ * What earlier runs left when they were interrupted (Ctrl-C, a CI job's timeout: no teardown):
+ * their marked processes (a PostgreSQL test cluster runs on by itself) and temp directories.
+ * A run is over when its jest process (the marker's pid) is gone; each left over is killed and
+ * removed, and said. A run still going is never touched.
+ */
+export function sweepInterruptedRuns(log: (line: string) => void): void {
+  for (const name of fs.readdirSync(os.tmpdir())) {
+    if (!name.startsWith("pe-test-run-")) continue;
+    const dir = path.join(os.tmpdir(), name);
+    let marker: string;
+    try {
+      marker = fs.readFileSync(path.join(dir, RUN_MARKER_FILE), "utf8").trim();
+    } catch {
+      continue; // not marked: a run of an older checkout, or one just starting
+    }
+    if (runIsAlive(marker)) continue;
+    const left = processesMarked(marker);
+    for (const p of left) {
+      try {
+        process.kill(p.pid, "SIGKILL");
+      } catch {
+        // gone meanwhile
+      }
+    }
+    fs.rmSync(dir, { recursive: true, force: true });
+    log(
+      `removed what an interrupted test run left: ${dir}` +
+        (left.length > 0
+          ? `, and killed ${left.map((p) => `${p.pid} ${p.command.slice(0, 80)}`).join("; ")}`
+          : ""),
+    );
+  }
+}
+
+/** Whether the jest process that made `marker` (`<pid>-<time>`) still runs. */
+function runIsAlive(marker: string): boolean {
+  const pid = Number(marker.split("-")[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("jest");
+  } catch {
+    return false;
+  }
+}
