@@ -68,6 +68,11 @@ export interface EdgeAppOptions {
    * undefined: kept (an in-process service prunes nothing).
    */
   auditRetentionMs?: number;
+  /**
+   * Why the host cannot take requests, beside the store's reasons (`GET /readyz` answers 503):
+   * the standalone server says "stopping" from a stop's start.
+   */
+  hostNotReady?: () => string | undefined;
 }
 
 const DEFAULT_RESPONSE_CACHE_BYTES = 8 * 1024 * 1024;
@@ -155,7 +160,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
       opts.responseCacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES,
       metrics?.cache,
     ),
-    readiness: storeReadiness(opts.store, log),
+    readiness: storeReadiness(opts.store, log, opts.hostNotReady),
   });
   useMiddleware(app, routes, opts, log);
 
@@ -182,12 +187,16 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   return app;
 }
 
-/** Whether `store` can serve; a probe write answers whether its storage takes writes. */
-function storeReadiness(store: Store, log: ServiceLog | undefined): Readiness {
+/** Whether the host and `store` can serve; a probe write answers whether its storage takes writes. */
+function storeReadiness(
+  store: Store,
+  log: ServiceLog | undefined,
+  hostNotReady: (() => string | undefined) | undefined,
+): Readiness {
   return new Readiness(
     () => store.whyNotReady(),
     log,
-    {},
+    { hostNotReady },
     () =>
       store.probeWrite().then(
         () => undefined,

@@ -15,6 +15,11 @@ export interface ReadinessOptions {
   reuseMs?: number;
   /** A check that has not answered by then counts as not ready (ms). Default 3000. */
   timeoutMs?: number;
+  /**
+   * Why the host cannot take requests (a server stopping): asked at each probe, before the
+   * store's check and never reused, so that it shows at once; not logged (the host says it).
+   */
+  hostNotReady?: () => string | undefined;
 }
 
 export class Readiness {
@@ -24,6 +29,7 @@ export class Readiness {
   private running?: Promise<string | undefined>;
   private readonly reuseMs: number;
   private readonly timeoutMs: number;
+  private readonly hostNotReady: () => string | undefined;
 
   constructor(
     private readonly check: () => Promise<string | undefined>,
@@ -34,10 +40,13 @@ export class Readiness {
   ) {
     this.reuseMs = opts.reuseMs ?? 1000;
     this.timeoutMs = opts.timeoutMs ?? 3000;
+    this.hostNotReady = opts.hostNotReady ?? (() => undefined);
   }
 
   /** Why the service is not ready, or undefined when it is. Concurrent callers share one check. */
   whyNot(): Promise<string | undefined> {
+    const host = this.hostNotReady();
+    if (host !== undefined) return Promise.resolve(host);
     if (this.last && performance.now() - this.last.at < this.reuseMs)
       return Promise.resolve(this.last.reason);
     this.running ??= this.run().finally(() => (this.running = undefined));

@@ -128,6 +128,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     );
   }
   if (secrets.keys.length === 0) log?.event("warn", UNSEALED_WARNING);
+  let stopping = false;
   const app = createEdgeApp({
     store,
     apiKey: opts.apiKey,
@@ -138,6 +139,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     metrics: opts.metrics ?? true,
     responseCacheBytes: opts.responseCacheBytes,
     auditRetentionMs: opts.auditRetentionMs,
+    // A stopping server is not ready: a balancer whose checks reuse a connection (one the drain
+    // keeps open) learns it from the check too, not only from a refused connection.
+    hostNotReady: () => (stopping ? "the server is stopping" : undefined),
   });
   const handlers = new RunningHandlers();
   const { server, url, port } = await listen(handlers.counting(app.fetch), host, opts.port ?? 8080).catch(
@@ -156,6 +160,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const connections = new Connections(server);
 
   const stop = async (): Promise<StopReport> => {
+    stopping = true;
     const { cut, ending } = await connections.close(
       opts.drainMs ?? 0,
       opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,

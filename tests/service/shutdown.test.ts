@@ -238,7 +238,7 @@ describe("edge-service serve stops, and always ends", () => {
   // A balancer keeps idle keep-alive connections to each replica and may send on one just as the
   // replica closes it: a POST without an Idempotency-Key then fails (seen in rolling-restart.test
   // before the drain). The drain keeps them open and answers what still arrives on them.
-  it("the drain answers a request sent on an idle keep-alive connection after SIGTERM, refuses new connections, and ends once none is left", async () => {
+  it("the drain answers a request sent on an idle keep-alive connection after SIGTERM, says not ready, refuses new connections, and ends once none is left", async () => {
     const dataDir = makeTempDir("stop-drain");
     try {
       // An hour's drain: only the connection's close can end it.
@@ -248,6 +248,11 @@ describe("edge-service serve stops, and always ends", () => {
       await idle.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
       await untilReceived(idle, /\r\n\r\n/);
       expect(idle.received()).toMatch(/^HTTP\/1\.1 200 [^]*keep-alive/i);
+      // A balancer's check on a connection of its own, kept alive: ready before the stop.
+      const check = await connect(port);
+      await check.write("GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await untilReceived(check, /\r\n\r\n/);
+      expect(check.received()).toMatch(/^HTTP\/1\.1 200 /);
 
       cli.child.kill("SIGTERM");
       await untilLine(
@@ -265,6 +270,11 @@ describe("edge-service serve stops, and always ends", () => {
         if (attempt === 100) throw new Error("still accepting connections 100 attempts after the stop began");
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
+      // The check on its kept connection: not ready from the stop's start.
+      const checked = check.received().length;
+      await check.write("GET /readyz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await check.closed;
+      expect(check.received().slice(checked)).toMatch(/^HTTP\/1\.1 503 [^]*\r\nconnection: close\r\n/i);
       const before = idle.received().length;
       const body = JSON.stringify({ description: "sent as the stop began" });
       await idle.write(
