@@ -19,7 +19,7 @@ import { join } from "node:path";
 import { errorMessage, UsageError } from "../contract";
 import { apiKeysOf, checkNewKey, createKey, keysRequired, revokeKey } from "../service/api-keys";
 import { parseRetention } from "../service/audit";
-import { LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
+import { batchedSink, LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import {
   type RunningServer,
@@ -489,29 +489,36 @@ async function serve(values: Values): Promise<number> {
   // The log is best-effort: a reader of stdout or stderr that went away (EPIPE) must not end the
   // service (an 'error' event with no listener throws).
   for (const stream of [process.stdout, process.stderr]) stream.on("error", () => undefined);
+  // Written a turn of the event loop at a time (see batchedSink), everything queued on exit.
+  const lines = batchedSink((text) => process.stderr.write(text));
+  process.on("exit", lines.flush);
   // Text lines get the time in front; a JSON line carries its own.
   const sink =
     options.logFormat === "json"
-      ? (line: string) => process.stderr.write(`${line}\n`)
-      : (line: string) => console.error(`${new Date().toISOString()} ${line}`);
-  const server = await startServer({ ...options, log: sink });
-  console.log(
-    `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
-  );
-  const log = serviceLog(sink, options.logFormat);
-  const report = await stopOnSignals(server, options, log);
-  const why = {
-    finished: "every request finished in time",
-    grace: `the ${seconds(options.shutdownGraceMs)} grace ran out`,
-    now: "a second signal",
-  }[report.ending];
-  const abandoned = report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
-  const cut = `${report.cut} connection${report.cut === 1 ? "" : "s"} cut`;
-  log.event("info", `stopped: ${cut} (${why})${abandoned}; the store is closed`, {
-    cut: String(report.cut),
-    ending: report.ending,
-  });
-  return 0;
+      ? lines.sink
+      : (line: string) => lines.sink(`${new Date().toISOString()} ${line}`);
+  try {
+    const server = await startServer({ ...options, log: sink });
+    console.log(
+      `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
+    );
+    const log = serviceLog(sink, options.logFormat);
+    const report = await stopOnSignals(server, options, log);
+    const why = {
+      finished: "every request finished in time",
+      grace: `the ${seconds(options.shutdownGraceMs)} grace ran out`,
+      now: "a second signal",
+    }[report.ending];
+    const abandoned = report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
+    const cut = `${report.cut} connection${report.cut === 1 ? "" : "s"} cut`;
+    log.event("info", `stopped: ${cut} (${why})${abandoned}; the store is closed`, {
+      cut: String(report.cut),
+      ending: report.ending,
+    });
+    return 0;
+  } finally {
+    lines.flush(); // before a fatal error's message, which main writes at once
+  }
 }
 
 /** `--shutdown-grace`, `--drain`: seconds, or a number with `s` or `ms`; 0: none. */

@@ -69,3 +69,37 @@ export function serviceLog(sink: (line: string) => void, format: LogFormat = "te
       sink(JSON.stringify({ time: new Date().toISOString(), level, msg: text, ...fields })),
   };
 }
+
+/**
+ * A sink for `serve`'s log stream: the lines of one turn of the event loop go out in one write.
+ * On Linux a write to a pipe or a file is synchronous, one system call per line when each line is
+ * written alone: under load, the request log cost a route write more CPU than its audit event
+ * (BENCHMARKS.md, "The write path against the last release"). The lines wait at most until the
+ * loop's check phase (setImmediate), and `flush` writes what is queued at once: `serve` calls it
+ * on exit, so a stop, an error or `process.exit` loses nothing; only a kill -9 loses the lines of
+ * the turn it cuts.
+ */
+export function batchedSink(write: (text: string) => void): {
+  sink: (line: string) => void;
+  flush: () => void;
+} {
+  let queued: string[] = [];
+  let scheduled = false;
+  const flush = () => {
+    scheduled = false;
+    if (queued.length === 0) return;
+    const text = `${queued.join("\n")}\n`;
+    queued = [];
+    write(text);
+  };
+  return {
+    sink: (line) => {
+      queued.push(line);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(flush);
+      }
+    },
+    flush,
+  };
+}

@@ -77,9 +77,16 @@ async function linesUntil(s: Served, from: number, cond: (l: string) => boolean)
   return s.lines().slice(from);
 }
 
-/** `edge_service_requests_total` of one operation, by status. */
+/**
+ * `edge_service_requests_total` of one operation, by status; returns once the scrape's own log
+ * line is written (a turn of the server's event loop after its answer), so that the lines a test
+ * reads next are the request's.
+ */
 async function requestCounts(s: Served, operation: string): Promise<Record<string, number>> {
+  const from = s.lines().length;
   const res = await raw(httpTransport({ baseUrl: s.cli.url, retries: 0 }), "GET", "/metrics");
+  const end = Date.now() + 10_000;
+  while (!s.lines().slice(from).some((l) => l.startsWith("GET /metrics ")) && Date.now() < end) await sleep(20);
   const out: Record<string, number> = {};
   const re = new RegExp(
     `^edge_service_requests_total\\{operation="${operation}",status="(\\d+)"\\} (\\S+)$`,

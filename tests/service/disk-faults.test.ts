@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { Client } from "pg";
 import { ERROR_CODES } from "../../sdk/contract";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, loggedLines, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 
 jest.setTimeout(300_000);
@@ -135,13 +135,6 @@ function expectRefused(res: Answer): void {
   expect(res.headers.get("retry-after")).toBe("2");
 }
 
-/** The log lines of `cli` that contain `text`. */
-const linesWith = (cli: Cli, text: string) =>
-  cli
-    .stderr()
-    .split("\n")
-    .filter((l) => l.includes(text));
-
 describeMounted("storage faults of the standalone service", () => {
   beforeAll(() => ensureBuilt());
 
@@ -159,14 +152,14 @@ describeMounted("storage faults of the standalone service", () => {
     await new Promise((r) => setTimeout(r, 1100));
     expect((await call(cli.url, "GET", "/readyz")).status).toBe(503);
 
-    const lines = linesWith(cli, "write failed");
+    const lines = await loggedLines(cli, "write failed");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`the disk is full (SQLITE_FULL) at ${path.join(dir, "data")}; free space`);
     expect(cli.stderr()).not.toMatch(/internal error|\n\s+at /);
 
     fs.rmSync(filler);
     expect(await readyz(cli.url, 200)).toBe(200);
-    expect(linesWith(cli, "writes succeed again")).toHaveLength(1);
+    expect(await loggedLines(cli, "writes succeed again")).toHaveLength(1);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
   });
 
@@ -222,7 +215,7 @@ describeMounted("storage faults of the standalone service", () => {
     expectRefused(await call(cli.url, "POST", "/edges/tls", bigEdge()));
     expectRefused(await call(cli.url, "POST", "/edges/tls", bigEdge()));
     expect((await call(cli.url, "GET", "/readyz")).status).toBe(503);
-    const lines = linesWith(cli, "write failed");
+    const lines = await loggedLines(cli, "write failed");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain(`${dataDir} is read-only or not writable (`);
     expect(lines[0]).toContain("EROFS");
@@ -263,7 +256,7 @@ describeMounted("storage faults of the standalone service", () => {
       const refused = await writeUntilRefused(cli.url);
       expectRefused(refused);
       expect((await call(cli.url, "GET", "/readyz")).status).toBe(503);
-      const lines = linesWith(cli, "write failed");
+      const lines = await loggedLines(cli, "write failed");
       expect(lines).toHaveLength(1);
       expect(lines[0]).toContain("accepts no writes (read-only transaction, 25006)");
 

@@ -10,7 +10,7 @@
 import { hostname } from "node:os";
 import { startServer } from "../../sdk/service/server";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
+import { type Cli, ensureBuilt, killClis, linesWith, loggedLines, startCli } from "../support/edge-service";
 import { raw } from "./helpers";
 import {
   type Key,
@@ -74,12 +74,6 @@ async function readyzUntil(cli: Cli, status: number): Promise<number> {
 const keyIdOf = async (place: Place) =>
   (await queryPlace(place, "SELECT value FROM meta WHERE key = 'secrets_key_id'"))[0]?.value;
 
-const linesWith = (cli: Cli, text: string) =>
-  cli
-    .stderr()
-    .split("\n")
-    .filter((l) => l.includes(text));
-
 describe.each(PLACES)("a server without the store's sealing key, on %s", (_name, makePlace) => {
   it("answers /readyz 503 (the reason logged once), and 200 once restarted with the key", async () => {
     const place = await makePlace();
@@ -116,7 +110,7 @@ describe.each(PLACES)("a server without the store's sealing key, on %s", (_name,
         expect(await readyz(server)).toBe(503);
         await new Promise((r) => setTimeout(r, 400));
       }
-      const told = linesWith(server, "not ready: ");
+      const told = await loggedLines(server, "not ready: ");
       expect(told).toHaveLength(1);
       expect(told[0]).toContain(
         `this server was not given secrets key ${newer.key.id}, which the store's secrets are sealed under`,

@@ -164,3 +164,21 @@ export async function startCli(args: string[], env: Record<string, string> = {})
   });
   return { ...p, url };
 }
+
+/** The lines of `cli`'s log (stderr) that contain `text`, as logged so far. */
+export const linesWith = (cli: Pick<Cli, "stderr">, text: string): string[] =>
+  cli
+    .stderr()
+    .split("\n")
+    .filter((l) => l.includes(text));
+
+/**
+ * The lines of `cli`'s log that contain `text`, once there is one (waiting up to 10 s): `serve`
+ * writes its log a turn of the event loop after the answer that made a line (see batchedSink),
+ * so a line may reach the test just after the answer.
+ */
+export async function loggedLines(cli: Pick<Cli, "stderr">, text: string): Promise<string[]> {
+  const end = Date.now() + 10_000;
+  while (linesWith(cli, text).length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  return linesWith(cli, text);
+}
