@@ -109,7 +109,8 @@ type Leaves = Map<string, { path: string[]; value: unknown }>;
  * `other` is the other image's value at the same path: where both hold the very same value (the
  * same object: a PATCH keeps every module it does not name), their leaves are the same on both
  * sides and can be no change, so that subtree is not walked at all (a PATCH of one module of a
- * route walks that module, not the route).
+ * route walks that module, not the route). `at` is the path walked so far, one array pushed and
+ * popped along the walk (copied only for a leaf: a write's audit diff runs on every write).
  */
 function leaves(value: unknown, other: unknown, dotted: string, at: string[], out: Leaves): void {
   if (isObject(value)) {
@@ -120,15 +121,20 @@ function leaves(value: unknown, other: unknown, dotted: string, at: string[], ou
         const v = value[k];
         const o = beside !== undefined && Object.hasOwn(beside, k) ? beside[k] : undefined;
         if (v === o) continue; // the same on both sides (or absent from both)
-        leaves(v, o, dotted === "" ? k : `${dotted}.${k}`, [...at, k], out);
+        at.push(k);
+        leaves(v, o, dotted === "" ? k : `${dotted}.${k}`, at, out);
+        at.pop();
       }
       return;
     }
   }
-  if (value !== undefined && at.length > 0) out.set(dotted, { path: at, value });
+  if (value !== undefined && at.length > 0) out.set(dotted, { path: at.slice(), value });
 }
 
-const same = (a: unknown, b: unknown): boolean => a === b || JSON.stringify(a) === JSON.stringify(b);
+/** Leaves are scalars, arrays or empty objects: scalars are equal only when identical. */
+const same = (a: unknown, b: unknown): boolean =>
+  a === b ||
+  (typeof a === "object" && a !== null && typeof b === "object" && b !== null && JSON.stringify(a) === JSON.stringify(b));
 
 /** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
 const under = (path: readonly string[], secret: readonly string[]): boolean =>
@@ -141,6 +147,7 @@ const above = (path: readonly string[], secret: readonly string[]): boolean =>
 function redact(path: readonly string[], value: unknown, secrets: readonly (readonly string[])[]): unknown {
   let out = value;
   for (const s of secrets) {
+    if (s[0] !== "*" && s[0] !== path[0]) continue; // another module's secret: most leaves, at once
     if (under(path, s)) return AUDIT_REDACTED;
     if (above(path, s)) out = mapPaths(out, [s.slice(path.length)], () => AUDIT_REDACTED, { whole: true });
   }
@@ -163,15 +170,16 @@ export function diffChanges(
   leaves(before, after, "", [], was);
   leaves(after, before, "", [], is);
   const changes: Record<string, AuditChange> = {};
-  for (const key of new Set([...was.keys(), ...is.keys()])) {
-    const b = was.get(key);
+  // The paths before, in their order, then those only after.
+  for (const [key, b] of was) {
     const a = is.get(key);
-    if (b && a && same(b.value, a.value)) continue;
-    const path = (a ?? b)!.path;
-    changes[key] = {
-      ...(b ? { before: redact(path, b.value, secrets) } : {}),
-      ...(a ? { after: redact(path, a.value, secrets) } : {}),
-    };
+    if (a === undefined) changes[key] = { before: redact(b.path, b.value, secrets) };
+    else if (!same(b.value, a.value)) {
+      changes[key] = { before: redact(a.path, b.value, secrets), after: redact(a.path, a.value, secrets) };
+    }
+  }
+  for (const [key, a] of is) {
+    if (!was.has(key)) changes[key] = { after: redact(a.path, a.value, secrets) };
   }
   return changes;
 }

@@ -58,7 +58,8 @@ export function boundChanges(changes: Record<string, AuditChange>): {
   truncated: boolean;
 } {
   const json = JSON.stringify(changes);
-  if (Buffer.byteLength(json) <= AUDIT_EVENT_MAX_BYTES) {
+  // A UTF-16 unit is at most 3 bytes of UTF-8: most events are counted without encoding them.
+  if (json.length * 3 <= AUDIT_EVENT_MAX_BYTES || Buffer.byteLength(json) <= AUDIT_EVENT_MAX_BYTES) {
     changesJson.set(changes, json);
     return { changes, truncated: false };
   }
