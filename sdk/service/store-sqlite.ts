@@ -40,6 +40,7 @@ import {
   type StoreTx,
   type SqlValue,
   type Statement,
+  StoreUnavailable,
   UniqueViolation,
 } from "./store";
 import { CreateFingerprints, FINGERPRINT_KEY, fingerprintWith, keyNeededToUpgrade } from "./fingerprints";
@@ -253,6 +254,8 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   /** Transactions waiting for the connection (the running one holds it). */
   private busy = false;
   private readonly waiting: Array<() => void> = [];
+  /** Set by close(): libsql aborts the process (a Rust panic) on a statement run after it. */
+  private closed = false;
   /** Writes waiting for the next group's transaction (see write). */
   private readonly writes: QueuedWrite[] = [];
   /** A group is waiting for the connection or running: it takes the writes queued meanwhile. */
@@ -525,12 +528,27 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * collector holds native memory until it is finalized.
    */
   private sql(source: string): Database.Statement {
+    this.assertOpen();
     let statement = this.statements.get(source);
     if (statement === undefined) {
       statement = this.db.prepare(source);
       this.statements.set(source, statement);
     }
     return statement;
+  }
+
+  /**
+   * A statement on a closed connection would abort the process (libsql panics): a write queued as
+   * the store closes, a transaction waiting on something else meanwhile, fail instead, as a store
+   * that cannot be reached.
+   */
+  private assertOpen(): void {
+    if (this.closed) throw new StoreUnavailable(`the store at ${this.location} is closed`);
+  }
+
+  /** Whether a transaction is open on the connection (none once it is closed). */
+  private get inTransaction(): boolean {
+    return !this.closed && this.db.inTransaction;
   }
 
   /** The first row of a statement, or undefined (libsql types rows as unknown). */
@@ -554,6 +572,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     if (this.busy) await new Promise<void>((resolve) => this.waiting.push(resolve));
     this.busy = true;
     try {
+      this.assertOpen();
       return await fn();
     } finally {
       const next = this.waiting.shift();
@@ -589,14 +608,16 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
     if (this.groupPending || this.writes.length === 0) return;
     this.groupPending = true;
     setImmediate(() => {
-      void this.exclusive(async () => {
-        try {
-          await this.writeGroup();
-        } finally {
+      this.exclusive(() => this.writeGroup())
+        // The store closed before the group could start: every write queued fails (writeGroup
+        // itself settles each write it takes, and throws nothing).
+        .catch((e: unknown) => {
+          for (const write of this.writes.splice(0)) write.reject(e);
+        })
+        .finally(() => {
           this.groupPending = false;
           this.scheduleGroup();
-        }
-      });
+        });
     });
   }
 
@@ -622,7 +643,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
           if (!alone) this.sql("RELEASE group_write").run();
           stored.push({ write: running, value });
         } catch (e) {
-          if (!this.db.inTransaction) {
+          if (!this.inTransaction) {
             // SQLite ended the whole transaction (a full disk, an I/O error): the group's earlier
             // writes went with it, and fail with the same cause.
             for (const { write } of stored.splice(0)) write.reject(e);
@@ -641,14 +662,22 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       if (open) this.sql("COMMIT").run();
     } catch (e) {
       // BEGIN, a savepoint's statements or COMMIT failed: nothing of the group is stored.
-      if (this.db.inTransaction) this.sql("ROLLBACK").run();
+      try {
+        if (this.inTransaction) this.sql("ROLLBACK").run();
+      } catch {
+        // The connection is closed or broken: nothing uncommitted survives it either.
+      }
       for (const { write } of stored.splice(0)) write.reject(e);
       running?.reject(e);
-    } finally {
-      this.localWrites += count; // counted even when rolled back: a spurious change only costs a re-render
-      this.wal?.afterWrite();
     }
+    this.localWrites += count; // counted even when rolled back: a spurious change only costs a re-render
     for (const { write, value } of stored) write.resolve(value);
+    try {
+      this.wal?.afterWrite(); // once per commit: commits are what grow the WAL
+    } catch {
+      // A checkpoint on this connection failed: the writes are committed all the same, and the
+      // next commit (or the worker) checkpoints again.
+    }
   }
 
   /**
@@ -675,7 +704,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
       try {
         return await fn(this);
       } finally {
-        if (this.db.inTransaction) this.sql("COMMIT").run();
+        if (this.inTransaction) this.sql("COMMIT").run();
       }
     });
   }
@@ -758,6 +787,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
    * closed its own too, before which the process must not exit (see Checkpointer.stop).
    */
   close(): Promise<void> {
+    this.closed = true;
     this.indexer?.stop();
     const stopping = this.wal?.stop();
     this.walWatch?.close();

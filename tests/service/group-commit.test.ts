@@ -6,7 +6,8 @@
  * same file (another process would see the same) says what was committed when.
  */
 import { batchedSink } from "../../sdk/service/log";
-import { type EdgeRow, type StoreTx, UniqueViolation } from "../../sdk/service/store";
+import path from "node:path";
+import { type EdgeRow, StoreUnavailable, type StoreTx, UniqueViolation } from "../../sdk/service/store";
 import { SqliteStore } from "../../sdk/service/store-sqlite";
 import { makeTempDir, removeDir } from "./helpers";
 
@@ -120,6 +121,28 @@ describe("SqliteStore: group commit", () => {
     const writes = Array.from({ length: 40 }, (_, i) => store.write((tx) => tx.insertEdge(edge(`edghts_r${i}`))));
     await Promise.all(writes);
     expect((await other.read((tx) => tx.listEdges("https", 100))).length).toBe(40);
+  });
+});
+
+describe("SqliteStore: writes queued as the store closes", () => {
+  it("are refused, and the process goes on", async () => {
+    const dir = makeTempDir("group-close");
+    try {
+      const store = SqliteStore.open(dir);
+      const writes = [1, 2, 3].map((i) => store.write((tx) => tx.insertEdge(edge(`edghts_c${i}`))));
+      await store.close();
+      // Before the guard, the group ran its BEGIN on the closed connection: libsql aborted the process.
+      for (const w of await Promise.allSettled(writes)) {
+        expect(w.status).toBe("rejected");
+        expect((w as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailable);
+      }
+      await expect(store.write((tx) => tx.insertEdge(edge("edghts_after_close")))).rejects.toThrow(
+        `the store at ${path.join(dir, "edge.db")} is closed`,
+      );
+      await expect(store.read((tx) => tx.listEdges("https", 1))).rejects.toBeInstanceOf(StoreUnavailable);
+    } finally {
+      removeDir(dir);
+    }
   });
 });
 
