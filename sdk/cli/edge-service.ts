@@ -509,7 +509,8 @@ async function serve(values: Values): Promise<number> {
       grace: `the ${seconds(options.shutdownGraceMs)} grace ran out`,
       now: "a second signal",
     }[report.ending];
-    const abandoned = report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
+    const abandoned =
+      report.abandoned > 0 ? `, ${report.abandoned} requests still running were abandoned` : "";
     const cut = `${report.cut} connection${report.cut === 1 ? "" : "s"} cut`;
     log.event("info", `stopped: ${cut} (${why})${abandoned}; the store is closed`, {
       cut: String(report.cut),

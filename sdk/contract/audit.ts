@@ -134,7 +134,11 @@ function leaves(value: unknown, other: unknown, dotted: string, at: string[], ou
 /** Leaves are scalars, arrays or empty objects: scalars are equal only when identical. */
 const same = (a: unknown, b: unknown): boolean =>
   a === b ||
-  (typeof a === "object" && a !== null && typeof b === "object" && b !== null && JSON.stringify(a) === JSON.stringify(b));
+  (typeof a === "object" &&
+    a !== null &&
+    typeof b === "object" &&
+    b !== null &&
+    JSON.stringify(a) === JSON.stringify(b));
 
 /** Whether `path` is at or under the secret path `secret` ("*" matches any key). */
 const under = (path: readonly string[], secret: readonly string[]): boolean =>

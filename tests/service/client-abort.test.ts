@@ -86,7 +86,14 @@ async function requestCounts(s: Served, operation: string): Promise<Record<strin
   const from = s.lines().length;
   const res = await raw(httpTransport({ baseUrl: s.cli.url, retries: 0 }), "GET", "/metrics");
   const end = Date.now() + 10_000;
-  while (!s.lines().slice(from).some((l) => l.startsWith("GET /metrics ")) && Date.now() < end) await sleep(20);
+  while (
+    !s
+      .lines()
+      .slice(from)
+      .some((l) => l.startsWith("GET /metrics ")) &&
+    Date.now() < end
+  )
+    await sleep(20);
   const out: Record<string, number> = {};
   const re = new RegExp(
     `^edge_service_requests_total\\{operation="${operation}",status="(\\d+)"\\} (\\S+)$`,

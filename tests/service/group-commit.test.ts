@@ -71,7 +71,9 @@ describe("SqliteStore: group commit", () => {
       store.write((tx) => tx.insertEdge(edge("edghts_ok1"))),
     ]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "rejected"]);
-    expect((results[1] as PromiseRejectedResult).reason).toEqual(new Error("the request was refused after its insert"));
+    expect((results[1] as PromiseRejectedResult).reason).toEqual(
+      new Error("the request was refused after its insert"),
+    );
     expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(UniqueViolation);
     expect(await Promise.all(["edghts_ok1", "edghts_failed", "edghts_ok2"].map(committed))).toEqual([
       "edghts_ok1",
@@ -118,7 +120,9 @@ describe("SqliteStore: group commit", () => {
   });
 
   it("more writes than a group holds: every one committed, in groups one after another", async () => {
-    const writes = Array.from({ length: 40 }, (_, i) => store.write((tx) => tx.insertEdge(edge(`edghts_r${i}`))));
+    const writes = Array.from({ length: 40 }, (_, i) =>
+      store.write((tx) => tx.insertEdge(edge(`edghts_r${i}`))),
+    );
     await Promise.all(writes);
     expect((await other.read((tx) => tx.listEdges("https", 100))).length).toBe(40);
   });
