@@ -691,6 +691,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
   }
 
   private externalCommits(): number {
+    this.assertOpen(); // a GET's cache check comes before its read transaction
     if (this.walWatch) return this.walWatch.generationNow();
     this.dataVersion ??= this.db.prepare("PRAGMA data_version").raw(true);
     const row: unknown = this.dataVersion.get();

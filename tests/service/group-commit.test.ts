@@ -144,6 +144,8 @@ describe("SqliteStore: writes queued as the store closes", () => {
         `the store at ${path.join(dir, "edge.db")} is closed`,
       );
       await expect(store.read((tx) => tx.listEdges("https", 1))).rejects.toBeInstanceOf(StoreUnavailable);
+      // What a GET asks first (its cache check).
+      expect(() => store.changeCounter()).toThrow(StoreUnavailable);
     } finally {
       removeDir(dir);
     }
