@@ -583,7 +583,7 @@ export class SqliteStore extends SqlTx implements Store, StoreTx {
 
   /**
    * Runs `fn` in a write transaction (BEGIN IMMEDIATE): all of it is stored, or nothing. The
-   * writes that queued while the connection was busy share one transaction, a group commit: each
+   * writes queued in the same turn of the event loop share one transaction, a group commit: each
    * in a savepoint of its own (a failed one is rolled back alone, the others go on), and each is
    * answered only once the group's COMMIT is done, so nobody hears "stored" of a write a crash
    * could still lose. One COMMIT writes the group's pages to the WAL once, where a commit per
