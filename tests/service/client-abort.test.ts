@@ -85,15 +85,7 @@ async function linesUntil(s: Served, from: number, cond: (l: string) => boolean)
 async function requestCounts(s: Served, operation: string): Promise<Record<string, number>> {
   const from = s.lines().length;
   const res = await raw(httpTransport({ baseUrl: s.cli.url, retries: 0 }), "GET", "/metrics");
-  const end = Date.now() + 10_000;
-  while (
-    !s
-      .lines()
-      .slice(from)
-      .some((l) => l.startsWith("GET /metrics ")) &&
-    Date.now() < end
-  )
-    await sleep(20);
+  await linesUntil(s, from, (l) => l.startsWith("GET /metrics "));
   const out: Record<string, number> = {};
   const re = new RegExp(
     `^edge_service_requests_total\\{operation="${operation}",status="(\\d+)"\\} (\\S+)$`,
