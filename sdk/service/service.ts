@@ -64,6 +64,7 @@ import {
   type StoreTx,
   type StoredIpPolicy,
   UniqueViolation,
+  type WriteEnd,
 } from "./store";
 import { createSelfSignedCertificate } from "./x509";
 
@@ -126,6 +127,14 @@ const routeImage = (r: Pick<RouteRow, "match_type" | "match" | "description" | "
 type RouteImaged = Parameters<typeof routeImage>[0];
 const routeChanges = (before?: RouteImaged, after?: RouteImaged) =>
   diffChanges(before && routeImage(before), after && routeImage(after), ROUTE_SECRET_PATHS);
+/**
+ * A route's write as its transaction's end: the last statement unless a SAML module makes or reads
+ * the route's signing key after it (ensureSamlKey, renderOne); the answer is rendered from what the
+ * request holds.
+ */
+const routeWriteEnd = (written: Pick<RouteRow, "modules">): WriteEnd => ({
+  last: written.modules.saml === undefined,
+});
 const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge", tls: "tls_edge" };
 
 /**
@@ -324,7 +333,7 @@ export class EdgeService {
             routeChanges(undefined, row),
           );
           const seq = await uniqueMatch(row, () =>
-            edgeStillThere(edgeId, () => tx.insertRoute(row, made, event)),
+            edgeStillThere(edgeId, () => tx.insertRoute(row, made, event, routeWriteEnd(row))),
           );
           await this.ensureSamlKey(tx, row.id, row.modules);
           // Rendered from what was just written: the same transaction, nothing to read back.
@@ -399,7 +408,7 @@ export class EdgeService {
         { kind: "route", id, edgeId },
         routeChanges(row, next),
       );
-      await uniqueMatch(next, () => tx.updateRoute(id, next, event));
+      await uniqueMatch(next, () => tx.updateRoute(id, next, event, routeWriteEnd(next)));
       await this.ensureSamlKey(tx, id, modules);
       return await this.renderOne(tx, next, ctx);
     });
@@ -433,7 +442,8 @@ export class EdgeService {
         { kind: "route", id, edgeId },
         routeChanges(row, next),
       );
-      await tx.updateRoute(id, next, event); // only modules change: no unique key is touched
+      // Only modules change: no unique key is touched.
+      await tx.updateRoute(id, next, event, routeWriteEnd(next));
       await this.ensureSamlKey(tx, id, { [module]: config });
       return (await this.renderOne(tx, next, ctx))[module];
     });
@@ -466,6 +476,7 @@ export class EdgeService {
           { kind: "route", id, edgeId },
           routeChanges(row, next),
         ),
+        { last: true },
       );
     });
   }

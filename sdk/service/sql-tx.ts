@@ -21,13 +21,25 @@ import type {
   StoredIpPolicy,
   StoredModules,
   StoreTx,
+  WriteEnd,
 } from "./store";
 
 export abstract class SqlTx implements StoreTx {
-  /** The rows of `st` with `args`, as the driver returns them. */
-  protected abstract rows(st: Statement<unknown>, args: readonly SqlValue[]): Raw[] | Promise<Raw[]>;
-  /** Runs `st` with `args`: the number of rows it changed. */
-  protected abstract changes(st: Statement<unknown>, args: readonly SqlValue[]): number | Promise<number>;
+  /**
+   * The rows of `st` with `args`, as the driver returns them; `last`: nothing follows in the
+   * transaction (see WriteEnd), the store may commit with it.
+   */
+  protected abstract rows(
+    st: Statement<unknown>,
+    args: readonly SqlValue[],
+    last?: boolean,
+  ): Raw[] | Promise<Raw[]>;
+  /** Runs `st` with `args`: the number of rows it changed; `last` as for rows. */
+  protected abstract changes(
+    st: Statement<unknown>,
+    args: readonly SqlValue[],
+    last?: boolean,
+  ): number | Promise<number>;
   /** The first row of `st` (SQLite steps once instead of collecting every row). */
   protected firstRow(
     st: Statement<unknown>,
@@ -75,13 +87,14 @@ export abstract class SqlTx implements StoreTx {
     st: Statement<Row>,
     args: readonly SqlValue[],
     pick: (rows: Row[]) => T,
+    last = false,
   ): Promise<T> {
     const decode = (rows: Raw[]) => {
       const ring = this.ring();
       return pick(rows.map((r) => st.row(r, ring)));
     };
     return new Promise((resolve) => {
-      const raw = this.rows(st, args);
+      const raw = this.rows(st, args, last);
       resolve(Array.isArray(raw) ? decode(raw) : raw.then(decode));
     });
   }
@@ -125,8 +138,13 @@ export abstract class SqlTx implements StoreTx {
    * Inserts a route, and `event`, the change's audit event, with it; returns its seq (one more
    * than any stored: the newest sorts first).
    */
-  async insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark, event?: AuditRecord): Promise<number> {
-    const [seq] = await this.withEvent(SQL.routeInsert, event, [
+  async insertRoute(
+    r: Omit<RouteRow, "seq">,
+    made?: CreateMark,
+    event?: AuditRecord,
+    end?: WriteEnd,
+  ): Promise<number> {
+    const [seq] = await this.withEvent(SQL.routeInsert, event, end, [
       r.id,
       r.edge_id,
       r.match_type,
@@ -151,7 +169,7 @@ export abstract class SqlTx implements StoreTx {
   }
 
   /** Writes a route's fields and its whole set of modules (one row), and `event` with them. */
-  async updateRoute(id: string, c: RouteChanges, event?: AuditRecord): Promise<void> {
+  async updateRoute(id: string, c: RouteChanges, event?: AuditRecord, end?: WriteEnd): Promise<void> {
     const args = [
       c.match_type,
       c.match,
@@ -161,21 +179,29 @@ export abstract class SqlTx implements StoreTx {
       id,
     ];
     if (event !== undefined && this.eventsInWrites()) {
-      await this.rows(withAuditEvent(SQL.routeUpdate), [...args, ...auditInsertValues(event)]);
+      await this.rows(withAuditEvent(SQL.routeUpdate), [...args, ...auditInsertValues(event)], end?.last);
+      return;
+    }
+    if (event === undefined) {
+      await this.changes(SQL.routeUpdate, args, end?.last);
       return;
     }
     await this.changes(SQL.routeUpdate, args);
-    if (event !== undefined) await this.insertAuditEvent(event);
+    await this.insertAuditEvent(event);
   }
 
   /** The rows of `st`, a write of one row, with `event` written too (see withAuditEvent). */
   private async withEvent<Row>(
     st: Statement<Row>,
     event: AuditRecord | undefined,
+    end: WriteEnd | undefined,
     args: SqlValue[],
   ): Promise<Row[]> {
-    if (event === undefined) return this.query(st, args);
-    if (this.eventsInWrites()) return this.query(withAuditEvent(st), [...args, ...auditInsertValues(event)]);
+    const all = (rows: Row[]) => rows;
+    if (event === undefined) return this.decoded(st, args, all, end?.last);
+    if (this.eventsInWrites()) {
+      return this.decoded(withAuditEvent(st), [...args, ...auditInsertValues(event)], all, end?.last);
+    }
     const rows = await this.query(st, args);
     await this.insertAuditEvent(event);
     return rows;

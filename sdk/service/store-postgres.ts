@@ -140,17 +140,45 @@ export const PG_SCHEMA_VERSION = PG_MIGRATIONS.length;
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
 const LOCK_CLASS_SCHEMA = 0x65646765; // "edge"
 const LOCK_CLASS_CREATE_KEY = 0x65646769;
-/** Shared by every write transaction, exclusive for `secrets rotate` (see WRITE_BEGIN). */
+/** Shared by every write transaction, exclusive for `secrets rotate` (see WRITE_OPENING). */
 const LOCK_CLASS_SECRETS = 0x65646773;
 
+/** A statement sent in a simple query (see PgTx): its values written in as literals. */
+interface InlineStep {
+  readonly name: string;
+  readonly text: string;
+  /** The values as SQL literals (sqlLiterals): "" for none. */
+  readonly literals: string;
+}
+
+/** A transaction's start: BEGIN, then statements taken first (locks), run before any other. */
+interface Opening {
+  readonly begin: string;
+  readonly steps: readonly InlineStep[];
+}
+
 /**
- * A write transaction's start, one round trip: the secrets lock taken shared, so that it is always
- * taken before any table lock (no deadlock with `secrets rotate`, which takes it exclusive
- * first). The key new secrets are sealed under is read after it, in the transaction, by a write
- * that seals something (PgTx.sealer; READ COMMITTED: each statement its own snapshot), so that a
- * rotation is either wholly before this transaction or wholly after.
+ * A write transaction's start: the secrets lock taken shared, so that it is always taken before
+ * any table lock (no deadlock with `secrets rotate`, which takes it exclusive first). The key new
+ * secrets are sealed under is read after it, in the transaction, by a write that seals something
+ * (PgTx.sealer; READ COMMITTED: each statement its own snapshot), so that a rotation is either
+ * wholly before this transaction or wholly after. Sent with the transaction's first statement
+ * (see PgTx).
  */
-const WRITE_BEGIN = `BEGIN; SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS_SECRETS}, 0)`;
+const WRITE_OPENING: Opening = {
+  begin: "BEGIN",
+  steps: [
+    {
+      name: "inline_secrets_lock_shared",
+      text: `SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS_SECRETS}, 0)`,
+      literals: "",
+    },
+  ],
+};
+/** A read transaction's start: one snapshot for all its statements. */
+const READ_OPENING: Opening = { begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", steps: [] };
+/** What a keyed create locks (see PgTx.lockCreateKey). */
+const CREATE_KEY_LOCK = { name: "create_key_lock", text: "SELECT pg_advisory_xact_lock($1, hashtext($2))" };
 
 const TYPE_INT8 = 20;
 const TYPE_BYTEA = 17;
@@ -235,23 +263,101 @@ function translate(e: unknown): unknown {
 /** A transaction may be retried whole: deadlock, serialization failure. */
 const RETRYABLE = new Set(["40P01", "40001"]);
 
-/** The statements of one transaction on one pooled connection. */
+/**
+ * A string as an SQL literal, read the same whatever standard_conforming_strings says (the rule
+ * of the driver's escapeLiteral, with native replaces: a route's modules are kilobytes of JSON):
+ * quotes doubled; with a backslash, an E'' literal with backslashes doubled. Undefined for a NUL.
+ */
+function stringLiteral(v: string): string | undefined {
+  if (v.includes("\0")) return undefined;
+  const quoted = v.includes("'") ? v.replaceAll("'", "''") : v;
+  return v.includes("\\") ? ` E'${quoted.replaceAll("\\", "\\\\")}'` : `'${quoted}'`;
+}
+
+/**
+ * A statement's values as the arguments of an EXECUTE, `(v1, v2, ...)` ("" for none), written so
+ * that the prepared statement's parameters get what the driver would have bound (see PgTx):
+ * strings and numbers quoted as the driver sends them, as text (the driver's escapeLiteral, or as
+ * they are when they hold nothing to escape), so each parameter's type reads them alike; a Buffer
+ * (a BYTEA column's, which the driver binds as bytes) in BYTEA's hex form, ` E'\\x<hex>'`
+ * (a constant, unlike a call of decode()). Undefined when
+ * a value cannot be written: a string with a NUL (no SQL text holds one; the driver's bind refuses
+ * it too, with PostgreSQL's own error), a number that is not finite.
+ */
+export function sqlLiterals(values: readonly Value[]): string | undefined {
+  const out: string[] = [];
+  for (const v of values) {
+    if (v === null) out.push("NULL");
+    else if (typeof v === "string") {
+      const literal = stringLiteral(v);
+      if (literal === undefined) return undefined;
+      out.push(literal);
+    } else if (typeof v === "number" && Number.isFinite(v)) out.push(pg.escapeLiteral(String(v)));
+    else if (Buffer.isBuffer(v)) out.push(` E'\\\\x${v.toString("hex")}'`);
+    else return undefined;
+  }
+  return out.length === 0 ? "" : `(${out.join(", ")})`;
+}
+
+/**
+ * A statement sent in a simple query: PREPAREd under a name of its own, apart from the driver's
+ * protocol-level name for it (one namespace per session).
+ */
+const inlineStep = (name: string, text: string, literals: string): InlineStep => ({
+  name: `inline_${name}`,
+  text,
+  literals,
+});
+
+/** The statements each connection has PREPAREd for simple queries (see PgTx). */
+const preparedInline = new WeakMap<pg.PoolClient, Set<string>>();
+const STATEMENT_NAME = /^[a-z_][a-z0-9_]*$/;
+
+/**
+ * The statements of one transaction on one pooled connection.
+ *
+ * Neither the transaction's start (BEGIN, and a write's locks) nor its COMMIT costs a round trip
+ * of its own (issue 36: a PATCH made 4, now 2; a keyed create 6, now 3):
+ * - the start goes with the first statement, in one simple query: `BEGIN; EXECUTE
+ *   inline_secrets_lock_shared; EXECUTE inline_route_get_locked('edghtsrt_...', 'edghts_...')`,
+ *   a keyed create's key lock along;
+ * - a write the service says is the transaction's last (WriteEnd) takes the COMMIT along:
+ *   `EXECUTE inline_route_update_with_event(...); COMMIT`. If it fails, PostgreSQL runs nothing
+ *   after it in the query: the COMMIT never runs, and transaction() rolls back as before.
+ * node-postgres sends one statement per round trip and binds values only in the extended protocol,
+ * so these run as statements PREPAREd once per connection, their values written in (sqlLiterals);
+ * a value that cannot be written sends the start, or the COMMIT, on its own, as before.
+ * Each statement of a simple query has its own snapshot under READ COMMITTED (the transaction's
+ * first under REPEATABLE READ), taken after the locks before it: the same order as one round trip
+ * each. A transaction that sends no statement is never opened, and needs no COMMIT.
+ */
 export class PgTx extends SqlTx implements StoreTx {
   /** The ring sealing under the store's key, once read (see sealer). */
   private sealing?: Promise<Secrets>;
+  /** The transaction's start while it is not sent: it goes with the first statement (see send). */
+  private opening?: Opening;
+  /** Committed with its last write (see WriteEnd): transaction() sends no COMMIT. */
+  private committed = false;
 
   constructor(
     private readonly client: pg.PoolClient,
     /** Write transactions lock the rows they read to change. */
     private readonly writing: boolean,
     private readonly secrets: Secrets,
+    opening: Opening,
   ) {
     super();
+    this.opening = opening;
+  }
+
+  /** Whether the transaction was opened on its connection and is not over: it needs COMMIT or ROLLBACK. */
+  get open(): boolean {
+    return this.opening === undefined && !this.committed;
   }
 
   /**
-   * The ring sealing under the key the store names, read once per transaction, after WRITE_BEGIN
-   * took the secrets lock; a key this replica lacks is MissingSecretsKey (503).
+   * The ring sealing under the key the store names, read once per transaction, after
+   * WRITE_OPENING took the secrets lock; a key this replica lacks is MissingSecretsKey (503).
    */
   protected sealer(where: string): Promise<Secrets> {
     this.sealing ??= this.query(SQL.metaGet, [SECRETS_KEY_ID]).then(([keyId]) =>
@@ -260,34 +366,79 @@ export class PgTx extends SqlTx implements StoreTx {
     return this.sealing;
   }
 
-  /** The connection the transaction runs on. */
-  get connection(): pg.PoolClient {
-    return this.client;
-  }
-
-  /** A named (prepared once per connection) statement. */
-  private async q(name: string, text: string, values: Value[]): Promise<Raw[]> {
+  /**
+   * A named statement (prepared once per connection). The first also opens the transaction; one
+   * sent `last` (see WriteEnd) also commits it: each in the same round trip, when its values can
+   * be literals (sqlLiterals), and apart otherwise.
+   */
+  private async send(
+    name: string,
+    text: string,
+    values: Value[],
+    last = false,
+  ): Promise<pg.QueryResult<Raw>> {
+    if (this.committed) {
+      throw new Error(
+        `statement ${name} after the transaction's last write (see WriteEnd): please report this`,
+      );
+    }
     try {
-      return (await this.client.query<Raw>({ name, text, values })).rows;
+      const opening = this.opening;
+      if (opening === undefined && !last) return await this.client.query<Raw>({ name, text, values });
+      const literals = STATEMENT_NAME.test(name) ? sqlLiterals(values) : undefined;
+      if (literals === undefined) {
+        if (opening !== undefined) await this.batch(opening, [], false);
+        return await this.client.query<Raw>({ name, text, values }); // transaction() commits
+      }
+      const results = await this.batch(opening, [inlineStep(name, text, literals)], last);
+      return results[results.length - (last ? 2 : 1)]!;
     } catch (e) {
       throw translate(e);
     }
   }
 
-  private async count(name: string, text: string, values: Value[]): Promise<number> {
-    try {
-      return (await this.client.query({ name, text, values })).rowCount ?? 0;
-    } catch (e) {
-      throw translate(e);
+  /**
+   * One simple query: the transaction's start when it is not sent yet, `steps` (PREPAREd on this
+   * connection first, once), and COMMIT when `commit`; the results of each statement.
+   */
+  private async batch(
+    opening: Opening | undefined,
+    steps: InlineStep[],
+    commit: boolean,
+  ): Promise<pg.QueryResult<Raw>[]> {
+    const all = opening === undefined ? steps : [...opening.steps, ...steps];
+    let prepared = preparedInline.get(this.client);
+    if (prepared === undefined) preparedInline.set(this.client, (prepared = new Set()));
+    const sql: string[] = opening === undefined ? [] : [opening.begin];
+    for (const step of all) {
+      if (!prepared.has(step.name)) {
+        // Not transactional: a PREPARE stays when the transaction it ran in rolls back.
+        await this.client.query(`PREPARE ${step.name} AS ${step.text}`);
+        prepared.add(step.name);
+      }
+      sql.push(`EXECUTE ${step.name}${step.literals}`);
     }
+    if (commit) sql.push("COMMIT");
+    this.opening = undefined;
+    // node-postgres answers a simple query of several statements with a result per statement.
+    // When one fails, PostgreSQL runs none after it (COMMIT included): the transaction is left
+    // aborted, and transaction() rolls it back.
+    const results = (await this.client.query(sql.join("; "))) as unknown as pg.QueryResult<Raw>[];
+    if (commit) this.committed = true;
+    return results;
   }
 
-  protected rows(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw[]> {
-    return this.q(st.name, st.postgres, st.values.postgres(args) as Value[]);
+  protected async rows(st: Statement<unknown>, args: readonly SqlValue[], last?: boolean): Promise<Raw[]> {
+    return (await this.send(st.name, st.postgres, st.values.postgres(args) as Value[], last)).rows;
   }
 
-  protected changes(st: Statement<unknown>, args: readonly SqlValue[]): Promise<number> {
-    return this.count(st.name, st.postgres, st.values.postgres(args) as Value[]);
+  protected async changes(
+    st: Statement<unknown>,
+    args: readonly SqlValue[],
+    last?: boolean,
+  ): Promise<number> {
+    const result = await this.send(st.name, st.postgres, st.values.postgres(args) as Value[], last);
+    return result.rowCount ?? 0;
   }
 
   protected ring(): Secrets {
@@ -303,11 +454,18 @@ export class PgTx extends SqlTx implements StoreTx {
     return true;
   }
 
+  /** The key's lock, taken with the transaction's start when that is not sent yet. */
   async lockCreateKey(key: string): Promise<void> {
-    await this.q("create_key_lock", "SELECT pg_advisory_xact_lock($1, hashtext($2))", [
-      LOCK_CLASS_CREATE_KEY,
-      key,
-    ]);
+    const values = [LOCK_CLASS_CREATE_KEY, key];
+    const literals = sqlLiterals(values);
+    if (this.opening !== undefined && literals !== undefined) {
+      this.opening = {
+        ...this.opening,
+        steps: [...this.opening.steps, inlineStep(CREATE_KEY_LOCK.name, CREATE_KEY_LOCK.text, literals)],
+      };
+      return;
+    }
+    await this.send(CREATE_KEY_LOCK.name, CREATE_KEY_LOCK.text, values);
   }
 }
 
@@ -486,18 +644,22 @@ export class PostgresStore implements Store {
   }
 
   /** Runs `fn` in a transaction on one connection; a broken connection is dropped from the pool. */
-  private async transaction<T>(begin: string, writing: boolean, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+  private async transaction<T>(
+    opening: Opening,
+    writing: boolean,
+    fn: (tx: StoreTx) => Promise<T>,
+  ): Promise<T> {
     const client = await this.connect();
+    const tx = new PgTx(client, writing, this.secrets, opening);
     let broken = false;
     try {
-      await client.query(begin);
-      const result = await fn(new PgTx(client, writing, this.secrets));
-      await client.query("COMMIT");
+      const result = await fn(tx);
+      if (tx.open) await client.query("COMMIT");
       return result;
     } catch (e) {
       const err = translate(e);
       broken = err instanceof StoreUnavailable;
-      if (!broken) await client.query("ROLLBACK").catch(() => (broken = true));
+      if (!broken && tx.open) await client.query("ROLLBACK").catch(() => (broken = true));
       throw err;
     } finally {
       client.release(broken);
@@ -507,7 +669,7 @@ export class PostgresStore implements Store {
   async write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.transaction(WRITE_BEGIN, true, fn);
+        return await this.transaction(WRITE_OPENING, true, fn);
       } catch (e) {
         const code = errorField(e, "code");
         if (typeof code !== "string" || !RETRYABLE.has(code) || attempt >= 5) throw e;
@@ -516,7 +678,7 @@ export class PostgresStore implements Store {
   }
 
   read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false, fn);
+    return this.transaction(READ_OPENING, false, fn);
   }
 
   /**
@@ -809,12 +971,6 @@ export class PostgresStore implements Store {
     } catch (e) {
       throw translate(e);
     }
-  }
-
-  /** The connection of a transaction of this store (for the statements PgTx does not have). */
-  private client(tx: StoreTx): pg.PoolClient {
-    if (!(tx instanceof PgTx)) throw new Error("a transaction of another store");
-    return tx.connection;
   }
 
   async close(): Promise<void> {

@@ -214,6 +214,16 @@ export interface Statement<Row = object> {
   readonly returning?: string;
 }
 
+/** How a write stands in its transaction. */
+export interface WriteEnd {
+  /**
+   * Nothing follows this write in its transaction: no statement, and nothing that can fail (the
+   * answer is rendered from what the request holds). A store may commit with it: PostgreSQL sends
+   * the COMMIT with the write's statement, one round trip less; a statement after it is refused.
+   */
+  last: boolean;
+}
+
 export interface StoreTx {
   /** The rows of a statement of ./statements, decoded: what a new read needs of a store. */
   query<Row>(st: Statement<Row>, args: readonly SqlValue[]): Promise<Row[]>;
@@ -232,12 +242,17 @@ export interface StoreTx {
    * marks it as made by a keyed create; `event` is the change's audit event, written with it
    * (as insertAuditEvent would: one statement on PostgreSQL).
    */
-  insertRoute(r: Omit<RouteRow, "seq">, made?: CreateMark, event?: AuditRecord): Promise<number>;
+  insertRoute(
+    r: Omit<RouteRow, "seq">,
+    made?: CreateMark,
+    event?: AuditRecord,
+    end?: WriteEnd,
+  ): Promise<number>;
   /** In a write transaction, also locks the route until the transaction ends. */
   getRoute(edgeId: string, id: string): Promise<RouteRow | undefined>;
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]>;
   /** Writes a route's fields and its whole set of modules (one row), and `event` with them (see insertRoute). */
-  updateRoute(id: string, c: RouteChanges, event?: AuditRecord): Promise<void>;
+  updateRoute(id: string, c: RouteChanges, event?: AuditRecord, end?: WriteEnd): Promise<void>;
   deleteRoute(edgeId: string, id: string): Promise<boolean>;
 
   getSamlCertificates(routeIds: string[]): Promise<Map<string, string>>;
