@@ -279,10 +279,10 @@ function stringLiteral(v: string): string | undefined {
  * that the prepared statement's parameters get what the driver would have bound (see PgTx):
  * strings and numbers quoted as the driver sends them, as text (the driver's escapeLiteral, or as
  * they are when they hold nothing to escape), so each parameter's type reads them alike; a Buffer
- * (a BYTEA column's, which the driver binds as bytes) in BYTEA's hex form, ` E'\\x<hex>'`
- * (a constant, unlike a call of decode()). Undefined when
- * a value cannot be written: a string with a NUL (no SQL text holds one; the driver's bind refuses
- * it too, with PostgreSQL's own error), a number that is not finite.
+ * (a BYTEA column's, which the driver binds as bytes) in BYTEA's hex form, ` E'\\x<hex>'` (a
+ * constant, unlike a call of decode()). Undefined when a value cannot be written: a string with a
+ * NUL (no SQL text holds one; PostgreSQL refuses it as a bound value too), a number that is not
+ * finite.
  */
 export function sqlLiterals(values: readonly Value[]): string | undefined {
   const out: string[] = [];
@@ -423,9 +423,11 @@ export class PgTx extends SqlTx implements StoreTx {
     // node-postgres answers a simple query of several statements with a result per statement.
     // When one fails, PostgreSQL runs none after it (COMMIT included): the transaction is left
     // aborted, and transaction() rolls it back.
-    const results = (await this.client.query(sql.join("; "))) as unknown as pg.QueryResult<Raw>[];
+    const answered = (await this.client.query(sql.join("; "))) as unknown as
+      pg.QueryResult<Raw> | pg.QueryResult<Raw>[];
     if (commit) this.committed = true;
-    return results;
+    // A single statement (BEGIN alone) is answered with its result, not a list of one.
+    return Array.isArray(answered) ? answered : [answered];
   }
 
   protected async rows(st: Statement<unknown>, args: readonly SqlValue[], last?: boolean): Promise<Raw[]> {

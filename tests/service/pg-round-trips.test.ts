@@ -10,6 +10,7 @@ import pg from "pg";
 import { EdgeService, type RequestContext } from "../../sdk/service/service";
 import { PostgresStore, sqlLiterals } from "../../sdk/service/store-postgres";
 import { ApiError } from "../../sdk/service/errors";
+import { SQL } from "../../sdk/service/statements";
 import { hostileText } from "../support/hostile-text";
 import { sharedCluster } from "../support/postgres";
 import { IDP_METADATA } from "./helpers";
@@ -197,6 +198,21 @@ describe("values written in as SQL literals", () => {
     },
     120_000,
   );
+
+  test("a value that cannot be written in takes the driver's bind, after the start sent alone", async () => {
+    const { result, queries } = await queriesOf(() =>
+      store.read((tx) => tx.query(SQL.metaGet, ["with \u0000 inside"])).catch((e: unknown) => e),
+    );
+    // What PostgreSQL answers a NUL in text, bound: the same refusal as before this path existed.
+    expect(String(result)).toMatch(/invalid byte sequence|0x00/);
+    expect(queries).toEqual([
+      "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+      SQL.metaGet.postgres,
+      "ROLLBACK",
+    ]);
+    // The connection serves on.
+    expect(await store.read((tx) => tx.query(SQL.metaGet, ["no such key"]))).toEqual([]);
+  });
 
   test("a key written to break out of its literal is a key, and nothing runs", async () => {
     const key = "x'); DROP TABLE routes; SELECT ('";
