@@ -420,13 +420,14 @@ export class PgTx extends SqlTx implements StoreTx {
     }
     if (commit) sql.push("COMMIT");
     this.opening = undefined;
-    // node-postgres answers a simple query of several statements with a result per statement.
+    // node-postgres answers a simple query of several statements with a list of their results
+    // (its types say one result), and one of a single statement (BEGIN alone) with its result.
     // When one fails, PostgreSQL runs none after it (COMMIT included): the transaction is left
     // aborted, and transaction() rolls it back.
-    const answered = (await this.client.query(sql.join("; "))) as unknown as
-      pg.QueryResult<Raw> | pg.QueryResult<Raw>[];
+    const answered: pg.QueryResult<Raw> | pg.QueryResult<Raw>[] = await this.client.query<Raw>(
+      sql.join("; "),
+    );
     if (commit) this.committed = true;
-    // A single statement (BEGIN alone) is answered with its result, not a list of one.
     return Array.isArray(answered) ? answered : [answered];
   }
 
