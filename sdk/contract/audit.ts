@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { mapPaths, SECRET_REDACTED } from "./modules";
+import { keptText } from "./text";
 import { pageQuerySchema } from "./wire";
 
 /** What an event is about: the object the change touched. */
@@ -75,20 +76,17 @@ export type AuditEventList = z.output<typeof auditEventListSchema>;
 
 /** `GET /audit_events`: the page parameters, and filters. */
 export const auditQuerySchema = pageQuerySchema.extend({
-  object_id: z
-    .string()
+  object_id: keptText()
     .regex(/^[A-Za-z0-9._-]{1,64}$/, { error: "must be an object id (or a key name)" })
     .optional()
     .describe("Only the events of this object (an edge's, a route's, a key's name)."),
-  since: z
-    .string()
+  since: keptText()
     .refine((s) => !Number.isNaN(Date.parse(s)) && /^\d{4}-\d\d-\d\dT/.test(s), {
       error: "must be an RFC 3339 time, e.g. 2026-11-25T12:00:00Z",
     })
     .optional()
     .describe("Only the events at or after this time (RFC 3339)."),
-  key: z
-    .string()
+  key: keptText()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, { error: "must be an API key's name" })
     .optional()
     .describe("Only the changes made with the API key of this name."),

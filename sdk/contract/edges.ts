@@ -3,10 +3,11 @@ import { z } from "zod";
 import { LIST_MAX_ITEMS, tooManyItemsMessage } from "./limits";
 import { ipPolicyMutateSchema, ipPolicyResponseSchema } from "./modules";
 import { descriptionSchema, metadataSchema, routeSchema } from "./routes";
+import { keptText } from "./text";
 
 const HOSTPORT =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
-export const hostportSchema = z.string({ error: "must be a string" }).refine(
+export const hostportSchema = keptText({ error: "must be a string" }).refine(
   (s) => {
     const m = HOSTPORT.exec(s);
     return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;

@@ -14,4 +14,5 @@ export * from "./problems";
 export * from "./body-scan";
 export * from "./render";
 export * from "./routes";
+export * from "./text";
 export * from "./wire";

@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import type { Problem } from "./errors";
+import { keptText } from "./text";
 import {
   DEFAULT_COOKIE_PREFIX,
   DEFAULT_NAMEID_FORMAT,
@@ -35,7 +36,7 @@ const uint32 = z
   .int({ error: "must be an integer" })
   .min(0, { error: `must be between 0 and ${UINT32_MAX}` })
   .max(UINT32_MAX, { error: `must be between 0 and ${UINT32_MAX}` });
-const text = z.string({ error: "must be a string" }).default("");
+const text = keptText({ error: "must be a string" }).default("");
 /** A list of at most `max` items (LIST_MAX_ITEMS), the bound said in its description too. */
 const boundedList = <T extends z.ZodType>(item: T, max: number, error: string) =>
   z.array(item, { error }).max(max, { error: tooManyItemsMessage(max) });
@@ -48,22 +49,22 @@ const descriptionOf = (schema: z.ZodType): string => {
 /** " At most N." for a list's description (OpenAPI and the plugin schema carry it). */
 const atMost = (max: number, what = "items") => ` At most ${max} ${what}.`;
 const textList = (max: number) =>
-  boundedList(z.string({ error: "must be a string" }), max, "must be a list of strings").default([]);
+  boundedList(keptText({ error: "must be a string" }), max, "must be a list of strings").default([]);
 const requiredText = (what: string) =>
-  z
-    .string({ error: `${what} is required (a non-empty string)` })
-    .min(1, { error: `${what} must not be empty` });
+  keptText({ error: `${what} is required (a non-empty string)` }).min(1, {
+    error: `${what} must not be empty`,
+  });
 
 /** Identifiers of backends and IP policies: taken as given, in the path-safe character set. */
-export const idSchema = z
-  .string({ error: "must be a string identifier" })
-  .regex(ID_PATTERN, { error: "must be 1 to 64 characters from A-Z, a-z, 0-9 and _" });
+export const idSchema = keptText({ error: "must be a string identifier" }).regex(ID_PATTERN, {
+  error: "must be 1 to 64 characters from A-Z, a-z, 0-9 and _",
+});
 
 const lowercaseList = (max: number) =>
   boundedList(
-    z
-      .string({ error: "must be a string" })
-      .refine((s) => s === s.toLowerCase(), { error: "must be lowercase" }),
+    keptText({ error: "must be a string" }).refine((s) => s === s.toLowerCase(), {
+      error: "must be lowercase",
+    }),
     max,
     "must be a list of strings",
   ).default([]);
@@ -72,8 +73,8 @@ const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header name → value. Keys are kept exactly as sent; two keys equal but for case are refused. */
 const headerMap = z
   .record(
-    z.string().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }),
-    z.string({ error: "must be a string" }),
+    keptText().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }),
+    keptText({ error: "must be a string" }),
     { error: "must be an object mapping header names to values" },
   )
   .superRefine((map, ctx) => {
@@ -98,7 +99,7 @@ const headerMap = z
   .meta({ maxProperties: LIST_MAX_ITEMS.add })
   .default({});
 const headerNameList = boundedList(
-  z.string().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }),
+  keptText().regex(HEADER_NAME, { error: "is not a valid HTTP header name" }),
   LIST_MAX_ITEMS.remove,
   "must be a list of header names",
 ).default([]);
@@ -115,8 +116,7 @@ const sessionFields = {
   options_passthrough: flag.describe(
     "When true, authentication is not enforced on HTTP OPTIONS requests. Needed to support CORS.",
   ),
-  cookie_prefix: z
-    .string({ error: "must be a string" })
+  cookie_prefix: keptText({ error: "must be a string" })
     .default(DEFAULT_COOKIE_PREFIX)
     .describe(
       `Prefix of the session cookie set on the HTTP client to cache authentication. Default "${DEFAULT_COOKIE_PREFIX}".`,
@@ -250,8 +250,7 @@ export const responseHeadersSchema = z
 export const webhookVerificationSchema = z
   .strictObject({
     enabled,
-    provider: z
-      .string({ error: "is required (one of the supported webhook providers)" })
+    provider: keptText({ error: "is required (one of the supported webhook providers)" })
       .transform((s) => s.toLowerCase())
       .pipe(z.enum(WEBHOOK_PROVIDERS, { error: "is not a supported webhook provider" }))
       .describe(
@@ -311,7 +310,7 @@ export const oauthGithubSchema = z
   .strictObject({
     ...oauthProviderFields,
     teams: boundedList(
-      z.string().regex(TEAM_SLUG, { error: 'must have the form "<org_slug>/<team_slug>"' }),
+      keptText().regex(TEAM_SLUG, { error: 'must have the form "<org_slug>/<team_slug>"' }),
       LIST_MAX_ITEMS.teams,
       "must be a list of strings",
     )
@@ -375,7 +374,7 @@ export const oauthSchema = z
   })
   .describe("OAuth module: end users authenticate with an OAuth identity provider.");
 
-const httpsUrl = z.string({ error: "is required (an https URL)" }).refine(
+const httpsUrl = keptText({ error: "is required (an https URL)" }).refine(
   (s) => {
     try {
       return new URL(s).protocol === "https:";
@@ -404,8 +403,7 @@ export const samlMutateSchema = z
   .strictObject({
     enabled,
     ...sessionFields,
-    idp_metadata: z
-      .string({ error: "is required (the IdP's XML EntityDescriptor)" })
+    idp_metadata: keptText({ error: "is required (the IdP's XML EntityDescriptor)" })
       .refine((s) => s.trimStart().startsWith("<") && ENTITY_DESCRIPTOR.test(s), {
         error: "must be XML metadata containing an EntityDescriptor",
       })

@@ -14,6 +14,7 @@ import {
   REPLAYED_VALUES,
 } from "./errors";
 import { ID_PATTERN, MAX_BODY_BYTES } from "./limits";
+import { TEXT_RULE_SUMMARY } from "./text";
 import {
   ALL_OPERATIONS,
   IDEMPOTENCY_KEY_HEADER,
@@ -210,7 +211,7 @@ export function buildOpenApi(): Json {
     info: {
       title: "Edge management API",
       version: "1",
-      description: `HTTPS edges and their routes with ${Object.keys(OPERATIONS.modules).length} traffic modules, TLS edges and their IP restriction module. JSON over HTTP; unknown body fields and query parameters are refused (400 naming them); a rejected request changes nothing.`,
+      description: `HTTPS edges and their routes with ${Object.keys(OPERATIONS.modules).length} traffic modules, TLS edges and their IP restriction module. JSON over HTTP; unknown body fields and query parameters are refused (400 naming them); a rejected request changes nothing. ${TEXT_RULE_SUMMARY}`,
     },
     security: [{ bearer: [] }, {}],
     paths,

@@ -15,6 +15,7 @@ import {
 } from "./edges";
 import { byModule, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { routeCreateBodySchema, routeListSchema, routeSchema, routeUpdateSchema } from "./routes";
+import { keptText } from "./text";
 import { acceptsEmptyBody, pageQuerySchema, ROUTE_MODULE_BODIES, tlsIpRestrictionBodySchema } from "./wire";
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -39,6 +40,10 @@ export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
  */
 export const IDEMPOTENCY_PRIOR_KEY_HEADER = "Idempotency-Prior-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
+/** An `Idempotency-Key` (or prior key) header's value, checked like every string of a request. */
+export const idempotencyKeySchema = keptText().regex(IDEMPOTENCY_KEY_PATTERN, {
+  error: "must be 1 to 255 visible ASCII characters",
+});
 
 /** A schema with the name of its OpenAPI component (`#/components/schemas/<ref>`). */
 export interface NamedSchema<S extends z.ZodType = z.ZodType> {

@@ -8,11 +8,12 @@ import {
   ROUTE_MODULES,
   type RouteModuleName,
 } from "./modules";
+import { keptText } from "./text";
 
 const utf8 = new TextEncoder();
 /** A string limited in UTF-8 bytes (not characters), as the contract's limits are. */
 export const boundedText = (maxBytes: number) =>
-  z.string({ error: "must be a string" }).refine((s) => utf8.encode(s).length <= maxBytes, {
+  keptText({ error: "must be a string" }).refine((s) => utf8.encode(s).length <= maxBytes, {
     error: `must be at most ${maxBytes} bytes of UTF-8`,
   });
 
@@ -25,8 +26,7 @@ export const metadataSchema = boundedText(METADATA_MAX_BYTES).describe(
 export const matchTypeSchema = z
   .enum(MATCH_TYPES, { error: `must be one of ${MATCH_TYPES.join(", ")}` })
   .describe(`How \`match\` selects requests: ${MATCH_TYPES.map((t) => `"${t}"`).join(" or ")}.`);
-export const matchSchema = z
-  .string({ error: "is required (a path, a host, or a host followed by a path)" })
+export const matchSchema = keptText({ error: "is required (a path, a host, or a host followed by a path)" })
   .min(1, { error: "must not be empty" })
   .describe("Route selector: a path, a host, or a host followed by a path.");
 
@@ -55,8 +55,7 @@ const oneAuthModule = (route: Partial<Record<RouteModuleName, unknown>>, ctx: z.
  * (`pathEchoProblems`, checked where the path is known).
  */
 export const pathEchoSchema = (name: string) =>
-  z
-    .string({ error: "must be a string (the identifier of the path, or omit it)" })
+  keptText({ error: "must be a string (the identifier of the path, or omit it)" })
     .optional()
     .describe(`Optional; repeats the path's \`${name}\`. Equal to it → ignored; different → 400.`);
 

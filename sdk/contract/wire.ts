@@ -10,6 +10,7 @@ import { tlsIpRestrictionMutateSchema } from "./edges";
 import { PAGE_LIMIT_MAX } from "./limits";
 import { byModule, idSchema, ROUTE_MODULE_NAMES, ROUTE_MODULES, type RouteModuleName } from "./modules";
 import { pathEchoSchema } from "./routes";
+import { keptText } from "./text";
 
 /** Path identifiers of an operation, by the name a body may repeat them under. */
 export type PathIds = Readonly<Partial<Record<"edge_id" | "id", string>>>;
@@ -94,8 +95,7 @@ const LIMIT_TEXT = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
  * string, its output side the typed values (what the OpenAPI document shows).
  */
 export const pageQuerySchema = z.strictObject({
-  limit: z
-    .string({ error: "must be given once" })
+  limit: keptText({ error: "must be given once" })
     .regex(/^[0-9]+$/, { error: LIMIT_TEXT })
     .pipe(
       z.coerce

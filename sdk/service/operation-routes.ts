@@ -11,8 +11,9 @@ import {
   ID_PATTERN,
   IDEMPOTENCY_KEY_HEADER,
   IDEMPOTENCY_PRIOR_KEY_HEADER,
-  IDEMPOTENCY_KEY_PATTERN,
+  idempotencyKeySchema,
   issuesToProblems,
+  keptText,
   noQuerySchema,
   type Operation,
   type PageQuery,
@@ -82,9 +83,8 @@ function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics |
   if (!op.idempotent) return { baseUrl, actor, redactSecrets };
   const header = (name: string) => {
     const value = c.req.header(name);
-    if (value !== undefined && !IDEMPOTENCY_KEY_PATTERN.test(value)) {
-      throw ApiError.invalid([{ field: name, msg: "must be 1 to 255 visible ASCII characters" }]);
-    }
+    const checked = value === undefined ? undefined : idempotencyKeySchema.safeParse(value);
+    if (checked?.success === false) throw ApiError.invalid(issuesToProblems(checked.error.issues, [name]));
     return value;
   };
   const key = header(IDEMPOTENCY_KEY_HEADER);
@@ -107,11 +107,16 @@ function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics |
   };
 }
 
-/** The path's identifiers, each in the identifier character set (else a 404). */
+/** A path identifier's text, checked like every string of a request (a 400 names it). */
+const PATH_TEXT = keptText();
+
+/** The path's identifiers, each text the API keeps, in the identifier character set (else a 404). */
 function pathParams(op: Operation, c: EdgeContext): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [, name = ""] of op.path.matchAll(/\{(\w+)\}/g)) {
     const value = c.req.param(name) ?? "";
+    const text = PATH_TEXT.safeParse(value);
+    if (!text.success) throw ApiError.invalid(issuesToProblems(text.error.issues, [name]));
     if (!ID_PATTERN.test(value)) throw ApiError.notFound(`${name} "${value.slice(0, 80)}"`);
     out[name] = value;
   }

@@ -13,6 +13,7 @@ import {
   isRouteModuleName,
   MATCH_TYPES,
   mapPaths,
+  readStored,
   ROUTE_MODULES,
   ROUTE_SECRET_PATHS,
   SCOPES,
@@ -140,7 +141,7 @@ function sealField(secrets: Secrets, leaf: unknown): unknown {
  */
 function canonicalModule(name: string, config: unknown, where: string): unknown {
   if (!isRouteModuleName(name)) throw new BrokenRow(where, "a route module this version knows");
-  const parsed = ROUTE_MODULES[name].request.safeParse(config);
+  const parsed = readStored(() => ROUTE_MODULES[name].request.safeParse(config));
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const at = [where, ...(issue?.path ?? []).map(String)].join(".");
@@ -229,7 +230,7 @@ export function resealSamlKey(raw: Raw, from: Secrets, to: Secrets): [routeId: s
 
 /** A TLS edge's IP restriction, read through the contract like a route's modules (its defaults filled). */
 function ipPolicyOf(raw: Raw): StoredIpPolicy {
-  const parsed = tlsIpRestrictionMutateSchema.safeParse(json<unknown>(raw, "config"));
+  const parsed = readStored(() => tlsIpRestrictionMutateSchema.safeParse(json<unknown>(raw, "config")));
   if (parsed.success) return parsed.data;
   throw new StaleRow("a TLS IP restriction", parsed.error.issues[0]?.message ?? "is refused by the contract");
 }
