@@ -53,7 +53,12 @@ function build(dist) {
     createEdgeApp: require(path.join(dist, "sdk/service/app.js")).createEdgeApp,
     SqliteStore: sqlite.SqliteStore,
     PostgresStore: postgres.PostgresStore,
-    protos: [sqlite.SqliteStore.prototype, postgres.PgTx.prototype],
+    // The transactions' class: shared by both stores, or each store's own (older builds).
+    protos: [
+      require(path.join(dist, "sdk/service/sql-tx.js")).SqlTx.prototype,
+      sqlite.SqliteStore.prototype,
+      postgres.PgTx?.prototype,
+    ].filter((proto) => proto !== undefined && Object.hasOwn(proto, "insertAuditEvent")),
   };
 }
 const here = build(path.resolve(import.meta.dirname, "../dist"));

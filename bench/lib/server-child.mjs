@@ -45,8 +45,8 @@ async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk,
     // Wherever the build defines it: the shared transaction class, or each store's (older builds).
     const skip = async () => undefined;
     dist("sdk/service/sql-tx.js").SqlTx.prototype.insertAuditEvent = skip;
-    dist("sdk/service/store-sqlite.js").SqliteStore.prototype.insertAuditEvent = skip;
-    dist("sdk/service/store-postgres.js").PgTx.prototype.insertAuditEvent = skip;
+    const postgres = dist("sdk/service/store-postgres.js");
+    if (postgres.PgTx) postgres.PgTx.prototype.insertAuditEvent = skip;
   }
   const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl, metrics });
   const service = new EdgeService(server.store);

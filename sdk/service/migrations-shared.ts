@@ -7,6 +7,73 @@ import { AUDIT_SEQ_FLOOR } from "./audit";
 
 export type Dialect = "sqlite" | "postgres";
 
+/** The store's own metadata (schema version, secrets keys, …): made before any migration runs. */
+export const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";
+
+/**
+ * The column types of a store's first tables: the seq that orders a table's rows (newest last),
+ * and the text a client chooses (BYTEA, its UTF-8 bytes, on PostgreSQL, whose TEXT refused
+ * U+0000 before the API refused it too).
+ */
+export interface FirstColumns {
+  readonly seq: string;
+  readonly clientText: string;
+}
+
+/** The edges table of schema 1 (both stores), and its index by kind. */
+const edgesTable = (c: FirstColumns): string => `CREATE TABLE edges (
+     seq ${c.seq},
+     id TEXT NOT NULL UNIQUE,
+     kind TEXT NOT NULL CHECK (kind IN ('https', 'tls')),
+     description ${c.clientText} NOT NULL,
+     metadata ${c.clientText} NOT NULL,
+     hostports TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX edges_by_kind ON edges (kind, seq);`;
+
+/** A routes table (`name`), with its modules column or without (SQLite's schema 1 kept them apart). */
+export const routesTable = (
+  name: string,
+  c: FirstColumns,
+  modules: boolean,
+): string => `CREATE TABLE ${name} (
+     seq ${c.seq},
+     id TEXT NOT NULL UNIQUE,
+     edge_id TEXT NOT NULL REFERENCES edges (id) ON DELETE CASCADE,
+     match_type TEXT NOT NULL,
+     match ${c.clientText} NOT NULL,
+     description ${c.clientText} NOT NULL,
+     metadata ${c.clientText} NOT NULL,
+     created_at TEXT NOT NULL,${modules ? "\n     modules TEXT NOT NULL," : ""}
+     UNIQUE (edge_id, match_type, match)
+   );`;
+
+/** The edges and routes tables of schema 1, and their indexes. */
+export const firstTables = (c: FirstColumns, modules: boolean): string => `${edgesTable(c)}
+   ${routesTable("routes", c, modules)}
+   CREATE INDEX routes_by_edge ON routes (edge_id, seq);`;
+
+/** A route's SAML signing key pair and a TLS edge's IP restriction: schema 1 of both stores. */
+export const MODULE_TABLES = `CREATE TABLE route_saml_keys (
+     route_id TEXT PRIMARY KEY REFERENCES routes (id) ON DELETE CASCADE,
+     certificate_pem TEXT NOT NULL,
+     private_key_pem TEXT NOT NULL
+   );
+   CREATE TABLE tls_ip_restrictions (
+     edge_id TEXT PRIMARY KEY REFERENCES edges (id) ON DELETE CASCADE,
+     config TEXT NOT NULL
+   );`;
+
+/** Idempotency keys of creates, until schema 4 (SQLite) and 2 (PostgreSQL) moved them onto the objects. */
+export const IDEMPOTENCY_KEYS_TABLE = `CREATE TABLE idempotency_keys (
+     key TEXT PRIMARY KEY,
+     request TEXT NOT NULL,
+     response TEXT NOT NULL,
+     created_at TEXT NOT NULL
+   );
+   CREATE INDEX idempotency_keys_by_age ON idempotency_keys (created_at);`;
+
 /**
  * The columns of a keyed create's mark (see CreateMark in ./store) on `table`, and the index
  * that finds an object by its key. SQLite adds one column per ALTER TABLE.
@@ -105,4 +172,29 @@ export function auditObjectIndex(store: "sqlite" | "postgres"): string {
    DROP TABLE audit_events;
    ALTER TABLE audit_events_v2 RENAME TO audit_events;
    ${index}`;
+}
+
+/** The migration that marks the keyed creates' digests rewritten under the store's key, in code. */
+export const KEYED_FINGERPRINTS = "-- create_request rewritten by openFingerprints";
+
+/**
+ * The migrations both stores took alike since named API keys, in order: the tail of each store's
+ * list (SQLite's 5 to 9, PostgreSQL's 3 to 7).
+ */
+export function sharedMigrations(store: Dialect): string[] {
+  return [
+    // Named API keys with a scope (edge-service keys): only a hash of each key is kept.
+    API_KEYS_TABLE,
+    // The audit trail (GET /audit_events): one event per change, written in the change's transaction.
+    auditTable(store === "sqlite" ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY"),
+    // The audit trail's index by object, off the request path (./audit, auditObjectIndex).
+    auditObjectIndex(store),
+    // Keyed creates' requests kept as an HMAC under the store's key, no longer a SHA-256 that
+    // answers a guess of their secrets (./fingerprints). SQL has no HMAC: the rows are rewritten
+    // in code, in this same transaction, once the secrets key is checked (see migrate in
+    // ./store-steps).
+    KEYED_FINGERPRINTS,
+    // The servers running on the store, each alive and with which secrets keys (./presence).
+    SERVERS_TABLE,
+  ];
 }

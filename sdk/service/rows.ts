@@ -24,6 +24,7 @@ import type {
   ApiKeyRow,
   CreatedObject,
   CreatedTable,
+  DumpRow,
   EdgeKind,
   EdgeRow,
   LiveServer,
@@ -280,6 +281,19 @@ export function liveServerRow(raw: Raw): LiveServer {
       .filter((id) => id !== ""),
     age_ms: Math.max(0, int(raw, "age_ms")),
   };
+}
+
+/** A row of a data table as a dump carries it (see StoreDump): its columns as stored. */
+export function dumpRow(raw: Raw): DumpRow {
+  const out: DumpRow = {};
+  for (const name of Object.keys(raw)) {
+    const value = column(raw, name);
+    if (value !== null && typeof value !== "string" && typeof value !== "number") {
+      throw new BrokenRow(name, "text, an integer or null");
+    }
+    out[name] = value;
+  }
+  return out;
 }
 
 /** A named API key's row (the same columns on both stores). */

@@ -1,12 +1,16 @@
 /**
- * The data paths of a transaction, written once for both stores over the statements of
- * ./statements: a store supplies only how a statement runs on its driver (`rows`, `changes`),
- * the ring its secrets are opened and sealed with, and whether reads to change lock their rows.
+ * The data paths of one transaction, written once for both stores over the statements of
+ * ./statements: the store's driver supplies only how a statement runs on its connection (see
+ * Conn in ./store-driver), and the ring its secrets are opened and sealed with.
+ *
+ * Its rules hold on both stores alike: the key new secrets are sealed under is read in the
+ * transaction, once, and only by a write that seals something; and nothing runs after a write
+ * marked as the transaction's last (see WriteEnd), whichever store would have let it.
  */
 import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
 import { encodeJson, encodeModules, encodeSamlPrivateKey, mayHoldSecrets, type Raw } from "./rows";
-import type { Secrets } from "./secrets";
+import { SECRETS_KEY_ID, type Secrets } from "./secrets";
 import { auditInsertValues, auditList, SQL, withAuditEvent } from "./statements";
 import type {
   AuditFilter,
@@ -23,51 +27,72 @@ import type {
   StoreTx,
   WriteEnd,
 } from "./store";
+import type { Conn } from "./store-driver";
 
-export abstract class SqlTx implements StoreTx {
+export class SqlTx implements StoreTx {
+  /** The ring sealing under the store's current key, once read (see sealer). */
+  private sealing?: Promise<Secrets>;
+  /** Why no statement may run any more, once none may (see sending). */
+  private over?: string;
+
+  constructor(
+    private readonly conn: Conn,
+    /** The ring that opens what the store holds. */
+    private readonly ring: Secrets,
+  ) {}
+
   /**
    * The rows of `st` with `args`, as the driver returns them; `last`: nothing follows in the
-   * transaction (see WriteEnd), the store may commit with it.
+   * transaction (see WriteEnd).
    */
-  protected abstract rows(
-    st: Statement<unknown>,
-    args: readonly SqlValue[],
-    last?: boolean,
-  ): Raw[] | Promise<Raw[]>;
-  /** Runs `st` with `args`: the number of rows it changed; `last` as for rows. */
-  protected abstract changes(
-    st: Statement<unknown>,
-    args: readonly SqlValue[],
-    last?: boolean,
-  ): number | Promise<number>;
-  /** The first row of `st` (SQLite steps once instead of collecting every row). */
-  protected firstRow(
-    st: Statement<unknown>,
-    args: readonly SqlValue[],
-  ): Raw | undefined | Promise<Raw | undefined> {
-    const rows = this.rows(st, args);
-    return Array.isArray(rows) ? rows[0] : rows.then((r) => r[0]);
+  private rows(st: Statement<unknown>, args: readonly SqlValue[], last = false): Raw[] | Promise<Raw[]> {
+    this.sending(st, last);
+    return this.conn.rows(st, args, last);
   }
-  /** The ring that opens what the store holds. */
-  protected abstract ring(): Secrets;
-  /**
-   * The ring sealing under the store's current key (`where` names the value, for its error): the
-   * key is read in the transaction, once, and only by a write that seals something.
-   */
-  protected abstract sealer(where: string): Secrets | Promise<Secrets>;
-  /** Whether a read of a row to change locks it (PostgreSQL's write transactions). */
-  protected abstract locking(): boolean;
-  /** Whether a write and its audit event go as one statement (see withAuditEvent). */
-  protected abstract eventsInWrites(): boolean;
 
-  abstract lockCreateKey(key: string): Promise<void>;
+  /** Runs `st` with `args`: the number of rows it changed; `last` as for rows. */
+  private changes(st: Statement<unknown>, args: readonly SqlValue[], last = false): number | Promise<number> {
+    this.sending(st, last);
+    return this.conn.changes(st, args, last);
+  }
+
+  /**
+   * Refuses a statement after the write marked as the transaction's last (PostgreSQL has
+   * committed with it), or once the transaction is over (see end), on every store alike: a wrong
+   * mark fails a test on either.
+   */
+  private sending(st: Statement<unknown>, last: boolean): void {
+    if (this.over !== undefined) throw new Error(`statement ${st.name} ${this.over}: please report this`);
+    if (last) this.over = `after ${st.name}, which was marked as its transaction's last write (see WriteEnd)`;
+  }
+
+  /**
+   * The transaction is over: a statement sent through this handle from now on (one not awaited
+   * inside it) would run outside it, in another's or in none, and is refused instead.
+   */
+  end(): void {
+    this.over ??= "after its transaction ended (a statement not awaited inside it?)";
+  }
+
+  /**
+   * The ring sealing under the key the store names now (`where` names the value, for its error),
+   * read in this transaction, once: `secrets rotate` changes it for every writer at its commit,
+   * and the transaction's start orders the two (SQLite's BEGIN IMMEDIATE, PostgreSQL's shared
+   * lock). A key this server lacks is MissingSecretsKey (503).
+   */
+  private sealer(where: string): Promise<Secrets> {
+    this.sealing ??= this.query(SQL.metaGet, [SECRETS_KEY_ID]).then(([keyId]) =>
+      this.ring.sealingUnder(keyId, where),
+    );
+    return this.sealing;
+  }
 
   /**
    * The rows of `st`, decoded. Not `async`: on SQLite the rows are there at once, and the answer
    * is one resolved promise (no extra turn of the event loop per statement).
    */
   query<Row>(st: Statement<Row>, args: readonly SqlValue[]): Promise<Row[]> {
-    return this.decoded(st, args, (rows) => rows);
+    return this.decoded(st, args);
   }
 
   run(st: Statement<unknown>, args: readonly SqlValue[]): Promise<number> {
@@ -75,28 +100,20 @@ export abstract class SqlTx implements StoreTx {
     return new Promise((resolve) => resolve(this.changes(st, args)));
   }
 
-  private first<Row>(st: Statement<Row>, args: readonly SqlValue[]): Promise<Row | undefined> {
-    const decode = (raw: Raw | undefined) => (raw === undefined ? undefined : st.row(raw, this.ring()));
-    return new Promise((resolve) => {
-      const raw = this.firstRow(st, args);
-      resolve(raw instanceof Promise ? raw.then(decode) : decode(raw));
-    });
+  private async first<Row>(st: Statement<Row>, args: readonly SqlValue[]): Promise<Row | undefined> {
+    return (await this.decoded(st, args))[0];
   }
 
-  private decoded<Row, T>(
-    st: Statement<Row>,
-    args: readonly SqlValue[],
-    pick: (rows: Row[]) => T,
-    last = false,
-  ): Promise<T> {
-    const decode = (rows: Raw[]) => {
-      const ring = this.ring();
-      return pick(rows.map((r) => st.row(r, ring)));
-    };
+  private decoded<Row>(st: Statement<Row>, args: readonly SqlValue[], last = false): Promise<Row[]> {
+    const decode = (rows: Raw[]) => rows.map((r) => st.row(r, this.ring));
     return new Promise((resolve) => {
       const raw = this.rows(st, args, last);
       resolve(Array.isArray(raw) ? decode(raw) : raw.then(decode));
     });
+  }
+
+  lockCreateKey(key: string): Promise<void> {
+    return this.conn.lockCreateKey(key);
   }
 
   // ------------------------------------------------------------------ edges
@@ -161,7 +178,7 @@ export abstract class SqlTx implements StoreTx {
 
   /** In a write on PostgreSQL, FOR UPDATE: concurrent writers of this route take turns. */
   getRoute(edgeId: string, id: string): Promise<RouteRow | undefined> {
-    return this.first(this.locking() ? SQL.routeGetLocked : SQL.routeGet, [id, edgeId]);
+    return this.first(this.conn.locking ? SQL.routeGetLocked : SQL.routeGet, [id, edgeId]);
   }
 
   listRoutes(edgeId: string, limit: number, beforeSeq?: number): Promise<RouteRow[]> {
@@ -178,16 +195,7 @@ export abstract class SqlTx implements StoreTx {
       await this.modulesColumn(c.modules, id),
       id,
     ];
-    if (event !== undefined && this.eventsInWrites()) {
-      await this.rows(withAuditEvent(SQL.routeUpdate), [...args, ...auditInsertValues(event)], end?.last);
-      return;
-    }
-    if (event === undefined) {
-      await this.changes(SQL.routeUpdate, args, end?.last);
-      return;
-    }
-    await this.changes(SQL.routeUpdate, args);
-    await this.insertAuditEvent(event);
+    await this.withEvent(SQL.routeUpdate, event, end, args);
   }
 
   /** The rows of `st`, a write of one row, with `event` written too (see withAuditEvent). */
@@ -197,13 +205,13 @@ export abstract class SqlTx implements StoreTx {
     end: WriteEnd | undefined,
     args: SqlValue[],
   ): Promise<Row[]> {
-    const all = (rows: Row[]) => rows;
-    if (event === undefined) return this.decoded(st, args, all, end?.last);
-    if (this.eventsInWrites()) {
-      return this.decoded(withAuditEvent(st), [...args, ...auditInsertValues(event)], all, end?.last);
+    const last = end?.last ?? false;
+    if (event === undefined) return this.decoded(st, args, last);
+    if (this.conn.eventsInWrites) {
+      return this.decoded(withAuditEvent(st), [...args, ...auditInsertValues(event)], last);
     }
     const rows = await this.query(st, args);
-    await this.insertAuditEvent(event);
+    await this.insertAuditEvent(event, end);
     return rows;
   }
 
@@ -271,8 +279,8 @@ export abstract class SqlTx implements StoreTx {
 
   // ------------------------------------------------------------------ audit trail (./audit)
 
-  async insertAuditEvent(e: AuditRecord): Promise<void> {
-    await this.changes(SQL.auditInsert, auditInsertValues(e));
+  async insertAuditEvent(e: AuditRecord, end?: WriteEnd): Promise<void> {
+    await this.changes(SQL.auditInsert, auditInsertValues(e), end?.last);
   }
 
   listAuditEvents(f: AuditFilter): Promise<AuditEvent[]> {

@@ -26,6 +26,7 @@ import { type Secrets, SECRETS_KEY_ID, SECRETS_KEY_IDS } from "./secrets";
 import {
   apiKeyRow,
   createdObject,
+  dumpRow,
   edgeRow,
   liveServerRow,
   type Raw,
@@ -40,7 +41,9 @@ import type {
   AuditFilter,
   CreatedObject,
   CreatedTable,
+  DataTable,
   Dialect,
+  DumpRow,
   EdgeRow,
   LiveServer,
   RouteRow,
@@ -56,7 +59,16 @@ interface Hooks {
   anyOf(column: string, n: number): string;
   /** The seq of a new audit event (see SQL.auditInsert). */
   readonly auditSeq: string;
+  /** The encodings of the database's text and of the connection's (rows of `key, value`, see ENCODINGS). */
+  readonly encodings: string;
+  /** The references a migration broke (see SQL.brokenReferences). */
+  readonly brokenReferences: string;
+  /** After rows were written with their seqs (a load): the next new row numbers after them. */
+  continueSequence(table: string): string;
 }
+
+/** The keys of the rows that say the encodings of a database's text and of its connection. */
+export const ENCODINGS = { database: "database_encoding", connection: "client_encoding" } as const;
 
 const HOOKS: Record<Dialect, Hooks> = {
   sqlite: {
@@ -67,12 +79,25 @@ const HOOKS: Record<Dialect, Hooks> = {
     // reused once pruning emptied the table: AUTOINCREMENT's guarantee without its counter page
     // written at every commit.
     auditSeq: `COALESCE((SELECT max(seq) FROM audit_events), (SELECT CAST(value AS INTEGER) FROM meta WHERE key = '${AUDIT_SEQ_FLOOR}'), 0) + 1`,
+    // Whatever the file's encoding (UTF-8 unless another program chose UTF-16), the driver
+    // converts every string to it and back: nothing is lost.
+    encodings: `SELECT '${ENCODINGS.database}' AS key, 'UTF8' AS value UNION ALL SELECT '${ENCODINGS.connection}', 'UTF8'`,
+    // Foreign keys are off while migrations rebuild tables (SQLite's documented procedure).
+    brokenReferences: "PRAGMA foreign_key_check",
+    // A rowid is max + 1 (AUTOINCREMENT's counter follows the rows inserted): nothing to set.
+    continueSequence: (table) => `SELECT max(seq) AS seq FROM ${table}`,
   },
   postgres: {
     forUpdate: " FOR UPDATE",
     nowMs: "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
     anyOf: (column, n) => `${column} = ANY($${n})`,
     auditSeq: "DEFAULT", // BIGSERIAL: a sequence never goes back
+    encodings: `SELECT '${ENCODINGS.database}' AS key, current_setting('server_encoding') AS value
+  UNION ALL SELECT '${ENCODINGS.connection}', current_setting('client_encoding')`,
+    // Every reference is checked as it is written, DDL or not.
+    brokenReferences: "SELECT NULL AS broken WHERE false",
+    continueSequence: (table) =>
+      `SELECT setval(pg_get_serial_sequence('${table}', 'seq'), (SELECT max(seq) FROM ${table})) AS seq`,
   },
 };
 
@@ -121,6 +146,9 @@ const AUDIT_VALUES: ReadonlyArray<readonly [string, (e: AuditRecord) => SqlValue
   ["changes", (e) => changesText(e.changes)],
   ["truncated", (e) => (e.truncated ? 1 : 0)],
 ];
+
+/** A row of `key, value` (the meta table's, and the like). */
+const keyValue = (raw: Raw): [string, string] => [String(Reflect.get(raw, "key")), textValue(raw)];
 
 /** Every statement of the data paths, by what it does. */
 export const SQL = {
@@ -287,6 +315,8 @@ export const SQL = {
   SELECT '${AUDIT_SEQ_FLOOR}', CAST(max(seq) AS TEXT) FROM audit_events WHERE seq > 0 HAVING max(seq) IS NOT NULL
   ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
   ),
+  /** Before a load: the index by object is derived from the events, and rebuilt from those copied. */
+  auditIndexClear: statement("audit_index_clear", "DELETE FROM audit_by_object"),
   /** Then the index's rows below the oldest event left, a bounded batch of $1. */
   auditPruneIndex: statement(
     "audit_prune_index",
@@ -324,12 +354,21 @@ export const SQL = {
   schemaVersion: statement<string>("schema_version", "SELECT value FROM meta WHERE key = 'schema_version'", {
     row: textValue,
   }),
-  /** What readiness reads of the meta: the schema, and the keys the secrets are sealed under. */
+  /**
+   * What readiness reads: the schema, the keys the secrets are sealed under (meta rows), and the
+   * encodings of the database's text and of the connection (see ENCODINGS).
+   */
   metaReadiness: statement<[string, string]>(
     "meta_readiness",
-    `SELECT key, value FROM meta WHERE key IN ('schema_version', '${SECRETS_KEY_ID}', '${SECRETS_KEY_IDS}')`,
-    { row: (raw) => [String(Reflect.get(raw, "key")), textValue(raw)] },
+    (d) =>
+      `SELECT key, value FROM meta WHERE key IN ('schema_version', '${SECRETS_KEY_ID}', '${SECRETS_KEY_IDS}')
+  UNION ALL ${d.encodings}`,
+    { row: keyValue },
   ),
+  /** The encodings of the database's text and of the connection (see encodingProblem in ./store-steps). */
+  encodings: statement<[string, string]>("encodings", (d) => d.encodings, { row: keyValue }),
+  /** After migrations: the rows whose references they broke (none, or the migration is refused). */
+  brokenReferences: statement("broken_references", (d) => d.brokenReferences),
   /** The routes whose modules hold a sealed secret (their key ids scanned). */
   sealedRoutes: statement("sealed_routes", "SELECT id, modules FROM routes WHERE modules LIKE $1"),
   samlKeyValues: statement<string>(
@@ -345,6 +384,60 @@ export const SQL = {
     "UPDATE route_saml_keys SET private_key_pem = $1 WHERE route_id = $2",
   ),
 } as const;
+
+/** The columns of text a client chooses, stored as BYTEA on PostgreSQL (see `bytes`), by table. */
+const CLIENT_TEXT = new Map<DataTable, readonly string[]>([
+  ["edges", ["description", "metadata"]],
+  ["routes", ["match", "description", "metadata"]],
+]);
+
+/** `make` of each key made once (a statement is prepared once per connection under its name). */
+function once<K, V>(make: (key: K) => V): (key: K) => V {
+  const made = new Map<K, V>();
+  return (key) => {
+    let found = made.get(key);
+    if (found === undefined) made.set(key, (found = make(key)));
+    return found;
+  };
+}
+
+/** Every row of a data table, as stored (what a dump carries). */
+export const tableRows = once((table: DataTable): Statement<DumpRow> =>
+  statement(`dump_${table}`, `SELECT * FROM ${table} ORDER BY 1, 2`, { row: dumpRow }),
+);
+
+/** One row of a data table, if it holds any. */
+export const anyRow = once((table: DataTable): Statement =>
+  statement(`any_${table}`, `SELECT 1 AS found FROM ${table} LIMIT 1`),
+);
+
+const inserts = new Map<string, Statement>();
+
+/** An insert of `count` rows of `columns` into `table` (a load), their values row after row. */
+export function insertRows(table: DataTable, columns: readonly string[], count: number): Statement {
+  const shape = `${table} (${columns.join(", ")}) × ${count}`;
+  let found = inserts.get(shape);
+  if (found === undefined) {
+    const bytes: number[] = [];
+    const tuples = Array.from({ length: count }, (_, row) => {
+      const marks = columns.map((column, i) => {
+        const at = row * columns.length + i + 1;
+        if (CLIENT_TEXT.get(table)?.includes(column)) bytes.push(at);
+        return `$${at}`;
+      });
+      return `(${marks.join(", ")})`;
+    });
+    const text = `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${tuples.join(", ")}`;
+    found = statement(`load_${table}_${inserts.size}`, text, { bytes });
+    inserts.set(shape, found);
+  }
+  return found;
+}
+
+/** After a load wrote `table`'s rows with their seqs: the next new row numbers after them. */
+export const continueSequence = once((table: DataTable): Statement =>
+  statement(`sequence_${table}`, (d) => d.continueSequence(table)),
+);
 
 /** The statement that rewrites a keyed create's stored request, by its object's table. */
 export const createRequestSet = (table: CreatedTable): Statement =>

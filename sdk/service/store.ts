@@ -187,9 +187,11 @@ export function targetNotEmpty(table: DataTable, store: Dialect): Error {
  * keyed creates' fingerprints as its meta row holds it (see ./fingerprints; null when none was
  * made): without it, the copied objects would no longer know their creates' repeats.
  */
-export type StoreDump = Record<DataTable, Array<Record<string, string | number>>> & {
+export type StoreDump = Record<DataTable, DumpRow[]> & {
   create_fingerprint_key: string | null;
 };
+/** A row as a dump carries it: each column as stored (text, an integer, or null). */
+export type DumpRow = Record<string, string | number | null>;
 
 /** The operations of one transaction. */
 export type Dialect = "sqlite" | "postgres";
@@ -274,8 +276,11 @@ export interface StoreTx {
   /** The object `found`, made under key `from`, answers to key `to` from now on. */
   rekeyCreated(found: CreatedObject, from: string, to: string): Promise<void>;
 
-  /** Writes the audit event of this transaction's change (see ./audit): committed with it, or not at all. */
-  insertAuditEvent(e: AuditRecord): Promise<void>;
+  /**
+   * Writes the audit event of this transaction's change (see ./audit): committed with it, or not
+   * at all; `end` as for insertRoute.
+   */
+  insertAuditEvent(e: AuditRecord, end?: WriteEnd): Promise<void>;
   /** A page of the audit trail, newest first. */
   listAuditEvents(f: AuditFilter): Promise<AuditEvent[]>;
 }

@@ -6,8 +6,7 @@
 import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, ROUTE_MODULES, type RouteModuleName } from "../../sdk/contract";
 import type { StoreTx } from "../../sdk/service/store";
-import { PgTx } from "../../sdk/service/store-postgres";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { SqlTx } from "../../sdk/service/sql-tx";
 import { COMPATIBLE_MODULES, FIXTURES, type Fixture, IDP_METADATA, raw } from "./helpers";
 
 /** A request body for `module` whose content is determined by `tag` (so each round is distinguishable). */
@@ -212,8 +211,8 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     }
     const newestFirst = [...ids].reverse();
 
-    // The transaction handle of the fixture's store, whichever store it is.
-    const tx: StoreTx = fx.store.kind === "sqlite" ? SqliteStore.prototype : PgTx.prototype;
+    // The transaction handle of both stores.
+    const tx: StoreTx = SqlTx.prototype;
     const getRoute = jest.spyOn(tx, "getRoute");
     const getSaml = jest.spyOn(tx, "getSamlCertificates");
     const listRoutes = jest.spyOn(tx, "listRoutes");

@@ -98,7 +98,8 @@ describe("SqliteStore: group commit", () => {
   });
 
   it("when SQLite ends the whole transaction, the group's earlier writes fail with it, never reported stored", async () => {
-    const db = (store as unknown as { db: { exec(sql: string): void } }).db;
+    // The store's one connection (its driver's, see sdk/service/store-sqlite.ts).
+    const db = (store as unknown as { driver: { db: { exec(sql: string): void } } }).driver.db;
     const gone = new Error("disk I/O error (the transaction was rolled back)");
     const results = await Promise.allSettled([
       store.write((tx) => tx.insertEdge(edge("edghts_lost"))),

@@ -52,7 +52,7 @@ async function writeSchema2(dir: string, corruptModule = false) {
   }
   const stored = new Map<string, Record<string, unknown>>();
   for (const r of Object.values(expected))
-    stored.set(r.id, (await reference.getRoute(edge.id, r.id))!.modules);
+    stored.set(r.id, (await reference.read((tx) => tx.getRoute(edge.id, r.id)))!.modules);
   const modulesOf = (r: Route) => stored.get(r.id)!;
 
   const db = new Database(path.join(dir, "edge.db"));
@@ -204,13 +204,15 @@ describe("schema migrations", () => {
     store = SqliteStore.open(dir);
     const service = new EdgeService(store);
     await expect(
-      store.insertRoute({
-        ...expected.c,
-        id: "rt_orphan",
-        edge_id: "edghts_missing",
-        match: "/o",
-        modules: {},
-      }),
+      store.write((tx) =>
+        tx.insertRoute({
+          ...expected.c,
+          id: "rt_orphan",
+          edge_id: "edghts_missing",
+          match: "/o",
+          modules: {},
+        }),
+      ),
     ).rejects.toThrow(/FOREIGN KEY/);
     await service.deleteEdge("https", edgeId);
     expect(fingerprint(store)).toBe(
@@ -244,7 +246,7 @@ describe("schema migrations", () => {
     const db = raw(dir);
     db.prepare("UPDATE meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
     expect(() => SqliteStore.open(dir)).toThrow(
-      `the data directory was written by a newer edge-service (schema ${SCHEMA_VERSION + 1} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
+      `the data directory ${path.resolve(dir)} was written by a newer edge-service (schema ${SCHEMA_VERSION + 1} > ${SCHEMA_VERSION}); upgrade pulumi-edge`,
     );
     expect(column(db, "SELECT value FROM meta WHERE key = 'schema_version'")[0]).toBe(
       String(SCHEMA_VERSION + 1),

@@ -1,14 +1,15 @@
 /**
  * PostgreSQL's write path in fewer round trips (issue 36): a transaction's start goes with its
  * first statement and a route write's COMMIT with the write, in one simple query each, the values
- * written in as SQL literals (PgTx in sdk/service/store-postgres.ts). On a real database: how many
+ * written in as SQL literals (PgConn in sdk/service/store-postgres-conn.ts). On a real database: how many
  * queries each request sends, that hostile text reads back byte for byte and never runs as SQL,
  * and that a last write that fails, or a statement after it, changes nothing it should not.
  */
 import fc from "fast-check";
 import pg from "pg";
 import { EdgeService, type RequestContext } from "../../sdk/service/service";
-import { PostgresStore, sqlLiterals } from "../../sdk/service/store-postgres";
+import { PostgresStore } from "../../sdk/service/store-postgres";
+import { sqlLiterals } from "../../sdk/service/store-postgres-conn";
 import { ApiError } from "../../sdk/service/errors";
 import { SQL } from "../../sdk/service/statements";
 import { hostileText } from "../support/hostile-text";
@@ -251,7 +252,7 @@ describe("a write that ends its transaction", () => {
         await tx.getRoute(edgeId, route.id);
       })
       .catch((e: unknown) => e);
-    expect(String(err)).toMatch(/after the transaction's last write/);
+    expect(String(err)).toMatch(/marked as its transaction's last write/);
     expect((await service.getRoute(edgeId, route.id, ctx)).description).toBe("committed with its write");
   });
 });
