@@ -18,7 +18,7 @@ import { constants } from "node:os";
 import { join } from "node:path";
 import { errorMessage, UsageError } from "../contract";
 import { apiKeysOf, checkNewKey, createKey, keysRequired, revokeKey } from "../service/api-keys";
-import { parseRetention } from "../service/audit";
+import { parseRetention } from "../service/audit-retention";
 import { batchedSink, LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
 import {

@@ -7,7 +7,7 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import { ALL_OPERATIONS, buildOpenApi, errorMessage, OPERATIONS } from "../contract";
-import { startAuditPruner } from "./audit";
+import { startAuditPruner } from "./audit-retention";
 import {
   CLIENT_CLOSED_REQUEST,
   clientClosedAnswer,

@@ -1,19 +1,12 @@
 /**
- * The audit trail: what one change writes (kind, ids, who, the changed fields), the diff that
- * says which fields changed with the secret leaves redacted, and the background pruning of
- * events past the retention. The store writes an event in the change's own transaction
- * (StoreTx.insertAuditEvent), so a change is never stored without its event, nor an event
- * without its change (a rejected request, a rolled-back transaction: nothing).
+ * The audit trail's events: what one change writes (kind, ids, who, the changed fields), the
+ * diff that says which fields changed with the secret leaves redacted, bounded in size. The
+ * store writes an event in the change's own transaction (StoreTx.insertAuditEvent), so a change
+ * is never stored without its event, nor an event without its change (a rejected request, a
+ * rolled-back transaction: nothing). How long events are kept: ./audit-retention; their index by
+ * object: ./audit-index; how a stored one reads: auditEventOf in ./rows.
  */
-import { BatchRounds } from "./batch-rounds";
-import {
-  AUDIT_EVENT_MAX_BYTES,
-  AUDIT_TRUNCATED,
-  type AuditChange,
-  type AuditEvent,
-  type AuditObjectKind,
-  auditEventSchema,
-} from "../contract";
+import { AUDIT_EVENT_MAX_BYTES, AUDIT_TRUNCATED, type AuditChange, type AuditObjectKind } from "../contract";
 import type { AuditRecord } from "./store";
 
 /** An event as the store writes it (its id and seq are the store's). */
@@ -23,18 +16,6 @@ export type { AuditRecord };
 export interface AuditActor {
   key?: string;
   requestId?: string;
-}
-
-/** The retention `serve` applies by default (`--audit-retention 90d`). */
-export const DEFAULT_AUDIT_RETENTION_MS = 90 * 24 * 3600 * 1000;
-
-/** `90d`, `12h`, `30m`, `45s` → milliseconds; undefined when it is none of these. */
-export function parseRetention(text: string): number | undefined {
-  const m = /^(\d{1,6})([smhd])$/.exec(text.trim());
-  if (!m) return undefined;
-  const unit = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as "s" | "m" | "h" | "d"];
-  const ms = Number(m[1]) * unit;
-  return ms > 0 ? ms : undefined;
 }
 
 export { diffChanges } from "../contract";
@@ -115,76 +96,4 @@ export function auditRecord(
     changes: bounded.changes,
     truncated: bounded.truncated,
   };
-}
-
-/** Events deleted per statement: small, so a prune never holds the database for long. */
-export const PRUNE_BATCH = 500;
-/** Batches per pruning round at most (the next round takes the rest). */
-const PRUNE_BATCHES_PER_ROUND = 200;
-/** Events indexed per statement (sorted inserts into two small b-trees: a few ms). */
-export const INDEX_BATCH = 2000;
-/** How often the object index catches up (see auditObjectIndex): the tail a lookup scans is about this long. */
-export const INDEX_EVERY_MS = 1000;
-/** Batches per indexing round at most: 100,000 events, a backlog (after a load) taken over rounds. */
-const INDEX_BATCHES_PER_ROUND = 50;
-
-/** What the background tasks ask of a store (both stores implement it). */
-export interface AuditMaintenanceTarget {
-  /** Deletes up to `limit` of the oldest events older than `before` (RFC 3339); how many it deleted. */
-  pruneAuditEvents(before: string, limit: number): Promise<number>;
-  /** Adds up to `limit` events to the index by object, the oldest not in it first; how many it added. */
-  indexAuditEvents(limit: number): Promise<number>;
-}
-
-/**
- * Deletes the events older than the retention (and their rows of the object index), in the
- * background: a round every `min(retention / 4, 60 s)` (at least 1 s), each a series of small
- * batches, the oldest first.
- */
-export function startAuditPruner(
-  store: AuditMaintenanceTarget,
-  retentionMs: number,
-  onPruned?: (n: number) => void,
-  onError?: (e: unknown) => void,
-): BatchRounds {
-  const rounds = new BatchRounds(
-    () => store.pruneAuditEvents(new Date(Date.now() - retentionMs).toISOString(), PRUNE_BATCH),
-    PRUNE_BATCH,
-    PRUNE_BATCHES_PER_ROUND,
-    onPruned,
-    onError,
-  );
-  return rounds.start(Math.max(1000, Math.min(60_000, Math.floor(retentionMs / 4))));
-}
-
-/** Keeps the index by object caught up (see auditObjectIndex): a round every INDEX_EVERY_MS. */
-export function auditIndexer(store: AuditMaintenanceTarget, onError?: (e: unknown) => void): BatchRounds {
-  return new BatchRounds(
-    () => store.indexAuditEvents(INDEX_BATCH),
-    INDEX_BATCH,
-    INDEX_BATCHES_PER_ROUND,
-    undefined,
-    onError,
-  );
-}
-
-/** The meta key of the highest seq a SQLite store has numbered or pruned (see SQL.auditInsert). */
-export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
-
-/** A row of the audit table → the event on the wire (checked against the contract: a broken row is an error). */
-export function auditEventOf(raw: object): AuditEvent {
-  const col = (name: string): unknown => Reflect.get(raw, name);
-  const changes = col("changes");
-  return auditEventSchema.parse({
-    id: `aud_${String(col("seq"))}`,
-    time: col("time"),
-    operation: col("operation"),
-    object_kind: col("object_kind"),
-    object_id: col("object_id"),
-    edge_id: col("edge_id") ?? null,
-    key: col("key_name") ?? null,
-    request_id: col("request_id") ?? null,
-    changes: typeof changes === "string" ? (JSON.parse(changes) as unknown) : changes,
-    truncated: Number(col("truncated")) === 1,
-  });
 }

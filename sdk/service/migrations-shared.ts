@@ -3,9 +3,11 @@
  * (MIGRATIONS in ./store-sqlite, PG_MIGRATIONS in ./store-postgres) holds these statements as
  * its own steps. A migration is never edited once released: a change is a new one.
  */
-import { AUDIT_SEQ_FLOOR } from "./audit";
 
 export type Dialect = "sqlite" | "postgres";
+
+/** The meta key of the highest seq a SQLite store has numbered or pruned (see SQL.auditInsert). */
+export const AUDIT_SEQ_FLOOR = "audit_seq_floor";
 
 /** The store's own metadata (schema version, secrets keys, …): made before any migration runs. */
 export const META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)";

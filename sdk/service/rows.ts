@@ -10,6 +10,8 @@
  * sealed one; the private key column holds the sealed text itself (a PEM never starts so).
  */
 import {
+  type AuditEvent,
+  auditEventSchema,
   isRouteModuleName,
   MATCH_TYPES,
   mapPaths,
@@ -20,8 +22,9 @@ import {
   tlsIpRestrictionMutateSchema,
 } from "../contract";
 import { type Secrets, sealedKeyId } from "./secrets";
-import type {
-  ApiKeyRow,
+import {
+  auditEventId,
+  type ApiKeyRow,
   CreatedObject,
   CreatedTable,
   DumpRow,
@@ -294,6 +297,23 @@ export function dumpRow(raw: Raw): DumpRow {
     out[name] = value;
   }
   return out;
+}
+
+/** A row of the audit table → the event on the wire (checked against the contract: a broken row is an error). */
+export function auditEventOf(raw: Raw): AuditEvent {
+  const changes = column(raw, "changes");
+  return auditEventSchema.parse({
+    id: auditEventId(int(raw, "seq")),
+    time: column(raw, "time"),
+    operation: column(raw, "operation"),
+    object_kind: column(raw, "object_kind"),
+    object_id: column(raw, "object_id"),
+    edge_id: column(raw, "edge_id") ?? null,
+    key: column(raw, "key_name") ?? null,
+    request_id: column(raw, "request_id") ?? null,
+    changes: typeof changes === "string" ? (JSON.parse(changes) as unknown) : changes,
+    truncated: Number(column(raw, "truncated")) === 1,
+  });
 }
 
 /** A named API key's row (the same columns on both stores). */

@@ -20,11 +20,13 @@
  * PostgreSQL's advisory locks and snapshots, SQLite's pragmas, dump/load (built per table).
  */
 import type { AuditEvent } from "../contract";
-import { AUDIT_SEQ_FLOOR, type AuditRecord, auditEventOf, changesText } from "./audit";
+import { type AuditRecord, changesText } from "./audit";
+import { AUDIT_SEQ_FLOOR } from "./migrations-shared";
 import { FINGERPRINT_PREFIX } from "./fingerprints";
 import { type Secrets, SECRETS_KEY_ID, SECRETS_KEY_IDS } from "./secrets";
 import {
   apiKeyRow,
+  auditEventOf,
   createdObject,
   dumpRow,
   edgeRow,

@@ -4,7 +4,7 @@
  * opens, and readiness, the probe write, the audit trail's upkeep and the create fingerprints
  * follow one rule each. ./store-sqlite and ./store-postgres add only how each opens.
  */
-import { auditIndexer, INDEX_EVERY_MS } from "./audit";
+import { auditIndexer, INDEX_EVERY_MS } from "./audit-index";
 import type { BatchRounds } from "./batch-rounds";
 import { type CreateFingerprints, fingerprintWith } from "./fingerprints";
 import { SECRETS_KEY_ID, SECRETS_KEY_IDS, Secrets, type SecretsKey } from "./secrets";

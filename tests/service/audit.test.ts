@@ -20,7 +20,8 @@ import {
   ROUTE_SECRET_PATHS,
 } from "../../sdk/contract";
 import { createKey, revokeKey } from "../../sdk/service/api-keys";
-import { boundChanges, diffChanges, parseRetention } from "../../sdk/service/audit";
+import { boundChanges, diffChanges } from "../../sdk/service/audit";
+import { parseRetention } from "../../sdk/service/audit-retention";
 import { SecretsKey } from "../../sdk/service/secrets";
 import { type RunningServer, startServer } from "../../sdk/service/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
