@@ -61,16 +61,16 @@ interface Hooks {
   anyOf(column: string, n: number): string;
   /** The seq of a new audit event (see SQL.auditInsert). */
   readonly auditSeq: string;
-  /** The encodings of the database's text and of the connection's (rows of `key, value`, see ENCODINGS). */
-  readonly encodings: string;
+  /** A row of `key, value`: the encoding the database keeps its text in (see TEXT_ENCODING). */
+  readonly encoding: string;
   /** The references a migration broke (see SQL.brokenReferences). */
   readonly brokenReferences: string;
   /** After rows were written with their seqs (a load): the next new row numbers after them. */
   continueSequence(table: string): string;
 }
 
-/** The keys of the rows that say the encodings of a database's text and of its connection. */
-export const ENCODINGS = { database: "database_encoding", connection: "client_encoding" } as const;
+/** The key of the row that says the encoding of a database's text (SQL.metaReadiness). */
+export const TEXT_ENCODING = "text_encoding";
 
 const HOOKS: Record<Dialect, Hooks> = {
   sqlite: {
@@ -83,7 +83,7 @@ const HOOKS: Record<Dialect, Hooks> = {
     auditSeq: `COALESCE((SELECT max(seq) FROM audit_events), (SELECT CAST(value AS INTEGER) FROM meta WHERE key = '${AUDIT_SEQ_FLOOR}'), 0) + 1`,
     // Whatever the file's encoding (UTF-8 unless another program chose UTF-16), the driver
     // converts every string to it and back: nothing is lost.
-    encodings: `SELECT '${ENCODINGS.database}' AS key, 'UTF8' AS value UNION ALL SELECT '${ENCODINGS.connection}', 'UTF8'`,
+    encoding: `SELECT '${TEXT_ENCODING}' AS key, 'UTF8' AS value`,
     // Foreign keys are off while migrations rebuild tables (SQLite's documented procedure).
     brokenReferences: "PRAGMA foreign_key_check",
     // A rowid is max + 1 (AUTOINCREMENT's counter follows the rows inserted): nothing to set.
@@ -94,8 +94,9 @@ const HOOKS: Record<Dialect, Hooks> = {
     nowMs: "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)",
     anyOf: (column, n) => `${column} = ANY($${n})`,
     auditSeq: "DEFAULT", // BIGSERIAL: a sequence never goes back
-    encodings: `SELECT '${ENCODINGS.database}' AS key, current_setting('server_encoding') AS value
-  UNION ALL SELECT '${ENCODINGS.connection}', current_setting('client_encoding')`,
+    // The connection speaks UTF-8 whatever the database's or role's client_encoding: node-postgres
+    // asks for UTF8 in its startup packet, which takes precedence.
+    encoding: `SELECT '${TEXT_ENCODING}' AS key, current_setting('server_encoding') AS value`,
     // Every reference is checked as it is written, DDL or not.
     brokenReferences: "SELECT NULL AS broken WHERE false",
     continueSequence: (table) =>
@@ -358,17 +359,17 @@ export const SQL = {
   }),
   /**
    * What readiness reads: the schema, the keys the secrets are sealed under (meta rows), and the
-   * encodings of the database's text and of the connection (see ENCODINGS).
+   * encoding of the database's text (see TEXT_ENCODING).
    */
   metaReadiness: statement<[string, string]>(
     "meta_readiness",
     (d) =>
       `SELECT key, value FROM meta WHERE key IN ('schema_version', '${SECRETS_KEY_ID}', '${SECRETS_KEY_IDS}')
-  UNION ALL ${d.encodings}`,
+  UNION ALL ${d.encoding}`,
     { row: keyValue },
   ),
-  /** The encodings of the database's text and of the connection (see encodingProblem in ./store-steps). */
-  encodings: statement<[string, string]>("encodings", (d) => d.encodings, { row: keyValue }),
+  /** The encoding of the database's text (see encodingProblem in ./store-steps). */
+  encoding: statement<[string, string]>("encoding", (d) => d.encoding, { row: keyValue }),
   /** After migrations: the rows whose references they broke (none, or the migration is refused). */
   brokenReferences: statement("broken_references", (d) => d.brokenReferences),
   /** The routes whose modules hold a sealed secret (their key ids scanned). */

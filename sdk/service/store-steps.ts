@@ -20,10 +20,10 @@ import {
   anyRow,
   continueSequence,
   createRequestSet,
-  ENCODINGS,
   insertRows,
   SQL,
   tableRows,
+  TEXT_ENCODING,
 } from "./statements";
 import {
   DATA_TABLES,
@@ -66,24 +66,15 @@ function* setMeta(key: string, value: string | undefined): Steps<void> {
 }
 
 /**
- * Why a store whose database keeps text in `encodings.database_encoding`, read and written over a
- * connection in `encodings.client_encoding` (see ENCODINGS), cannot keep every character a client
- * sends, or undefined when it can. SQLite converts every string to its file's encoding and back.
- * PostgreSQL converts to its database's: LATIN1 cannot hold most characters (a write holding one
- * fails), SQL_ASCII checks nothing; and the service's driver reads and writes UTF-8, so a
- * connection told to speak another encoding changes what it stores.
+ * Why a store whose database keeps its text in the encoding its readiness row says (see
+ * TEXT_ENCODING) cannot keep every character a client sends, or undefined when it can. SQLite
+ * converts every string to its file's encoding and back. PostgreSQL converts to its database's:
+ * LATIN1 cannot hold most characters (a write holding one fails), SQL_ASCII checks nothing.
  */
-export function encodingProblem(encodings: ReadonlyMap<string, string>, place: string): string | undefined {
-  const utf8 = (e: string | undefined) => e === undefined || /^UTF-?8$/i.test(e);
-  const database = encodings.get(ENCODINGS.database);
-  if (!utf8(database)) {
-    return `${place} stores text in the ${database} encoding, not UTF-8, so it cannot keep every character a client may send (writes would fail): create a UTF8 database (createdb --encoding=UTF8 --template=template0 NAME), copy this one's data into it if it holds any (pg_dump --encoding=UTF8 OLD | psql NEW), and give the service its URL (--database or EDGE_DATABASE_URL)`;
-  }
-  const connection = encodings.get(ENCODINGS.connection);
-  if (!utf8(connection)) {
-    return `the connections to ${place} speak ${connection}, not UTF-8 (client_encoding, set by the URL's options or by ALTER ROLE or ALTER DATABASE ... SET): the service reads and writes UTF-8, so text would be stored changed; remove that setting (ALTER DATABASE NAME RESET client_encoding)`;
-  }
-  return undefined;
+export function encodingProblem(rows: ReadonlyMap<string, string>, place: string): string | undefined {
+  const encoding = rows.get(TEXT_ENCODING);
+  if (encoding === undefined || /^UTF-?8$/i.test(encoding)) return undefined;
+  return `${place} stores text in the ${encoding} encoding, not UTF-8, so it cannot keep every character a client may send (writes would fail): create a UTF8 database (createdb --encoding=UTF8 --template=template0 NAME), copy this one's data into it if it holds any (pg_dump --encoding=UTF8 OLD | psql NEW), and give the service its URL (--database or EDGE_DATABASE_URL)`;
 }
 
 /**
@@ -97,7 +88,7 @@ export function* migrate(
   place: string,
 ): Steps<CreateFingerprints | undefined> {
   yield { ddl: META_TABLE };
-  const notUtf8 = encodingProblem(new Map(yield* query(SQL.encodings, [], ring)), place);
+  const notUtf8 = encodingProblem(new Map(yield* query(SQL.encoding, [], ring)), place);
   if (notUtf8 !== undefined) throw new Error(notUtf8);
   const [stored] = yield* query(SQL.schemaVersion, [], ring);
   const current = stored === undefined ? 0 : Number(stored);
