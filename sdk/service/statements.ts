@@ -287,7 +287,7 @@ export const SQL = {
   ),
   /**
    * Up to $2 events into the index by object, the lowest seqs after the last it holds, none
-   * above $1 (on PostgreSQL, the highest seq known to be settled: see indexAuditEvents there).
+   * above $1 (on PostgreSQL, the highest seq known to be settled: see auditIndexBound there).
    * What the index holds stays a prefix of the trail: every event up to its highest seq.
    */
   auditIndex: statement(
