@@ -4,8 +4,9 @@
  * Conn in ./store-driver), and the ring its secrets are opened and sealed with.
  *
  * Its rules hold on both stores alike: the key new secrets are sealed under is read in the
- * transaction, once, and only by a write that seals something; and nothing runs after a write
- * marked as the transaction's last (see WriteEnd), whichever store would have let it.
+ * transaction, once, and only by a write that seals something; nothing runs after a write
+ * marked as the transaction's last (see WriteEnd), whichever store would have let it; and
+ * nothing runs through the handle once its transaction is over (see end).
  */
 import type { AuditEvent } from "../contract";
 import type { AuditRecord } from "./audit";
