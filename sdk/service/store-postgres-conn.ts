@@ -172,6 +172,10 @@ export class PgConn implements Conn {
     return (await this.send(st.name, st.postgres, this.values(st, args), last)).rowCount ?? 0;
   }
 
+  async first(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw | undefined> {
+    return (await this.rows(st, args, false))[0];
+  }
+
   /** A migration's DDL, in a simple query of its own after the transaction's start. */
   async exec(ddl: string): Promise<void> {
     try {

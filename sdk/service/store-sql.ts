@@ -60,13 +60,14 @@ export abstract class SqlStore implements Store {
 
   /** `fn` in a transaction of `mode`, through a handle that refuses statements once it is over. */
   private transaction<T>(mode: TxMode, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.driver.transaction(mode, async (conn) => {
+    return this.driver.transaction(mode, (conn) => {
       const tx = new SqlTx(conn, this.secrets);
-      try {
-        return await fn(tx);
-      } finally {
-        tx.end();
-      }
+      const done = fn(tx);
+      // Ended before the driver's own continuation (registered after this one) commits; not in
+      // the chain the driver awaits, which stays as short as `fn`'s (a turn per await counts).
+      const end = () => tx.end();
+      done.then(end, end);
+      return done;
     });
   }
 

@@ -214,6 +214,11 @@ class SqliteDriver implements StoreDriver, SyncConn, QueuedConnection {
     }
   }
 
+  first(st: Statement<unknown>, args: readonly SqlValue[]): Raw | undefined {
+    const row: unknown = this.sql(st.sqlite).get(...st.values.sqlite(args));
+    return row === undefined ? undefined : rawRow(row);
+  }
+
   exec(ddl: string): void {
     this.db.exec(ddl);
   }
