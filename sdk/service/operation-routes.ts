@@ -84,7 +84,10 @@ function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics |
   const header = (name: string) => {
     const value = c.req.header(name);
     const checked = value === undefined ? undefined : idempotencyKeySchema.safeParse(value);
-    if (checked?.success === false) throw ApiError.invalid(issuesToProblems(checked.error.issues, [name]));
+    // Named as the header is spelled (a field path would quote it: ["Idempotency-Key"]).
+    if (checked?.success === false) {
+      throw ApiError.invalid(checked.error.issues.map((issue) => ({ field: name, msg: issue.message })));
+    }
     return value;
   };
   const key = header(IDEMPOTENCY_KEY_HEADER);

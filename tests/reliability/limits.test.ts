@@ -325,10 +325,14 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
         n++;
         // An empty segment may land on an existing collection (GET /edges/https/ lists): 2xx is fine there.
         if (s === "" && v.status < 400) continue;
+        // A path identifier holding U+0000 is not text the API keeps: a 400 naming it (a module
+        // segment that holds one names no module: 404).
+        const refusedText =
+          s.includes("%00") && v.status === 400 && /^(id|edge_id)$/.test(res.json?.details?.field);
         expect([method, path.slice(0, 120), v.status]).toEqual([
           method,
           path.slice(0, 120),
-          v.status === 405 ? 405 : 404,
+          v.status === 405 ? 405 : refusedText ? 400 : 404,
         ]);
       }
     }
