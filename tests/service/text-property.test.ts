@@ -1,7 +1,8 @@
 /**
  * Nothing stored changes, as a property of the whole API: generated strings over all of Unicode
  * (U+0000, lone surrogates, noncharacters, bidi controls, any code point, the pieces that break
- * SQL and JSON, 136 KB strings) go into every kind of field over HTTP, on both stores. Each is
+ * SQL and JSON, 136 KB strings) go into every kind of field over HTTP, on both stores, and
+ * visible ASCII or spaces into a create's `Idempotency-Key`. Each is
  * kept exactly (create, read, list and PATCH answer it byte for byte) or refused with a 400 that
  * names its field and stores nothing. What was kept then reads back the same after `secrets
  * rotate`, after `edge-service migrate` (SQLite → PostgreSQL), and after a dump of PostgreSQL
@@ -83,6 +84,12 @@ const HEADER_NAMES = (unit: fc.Arbitrary<string>) =>
     { weight: 1, arbitrary: textOf(unit) },
   );
 
+/** What follows a case's own prefix in its create's `Idempotency-Key`: visible ASCII, or a space. */
+const IDEMPOTENCY_KEYS = fc.string({
+  unit: fc.integer({ min: 0x20, max: 0x7e }).map((n) => String.fromCharCode(n)),
+  maxLength: 12,
+});
+
 /** The strings of one case, one for each kind of field. */
 const FIELDS = [
   "edgeDescription",
@@ -95,6 +102,7 @@ const FIELDS = [
   "listItem",
   "secret",
   "patched",
+  "key",
 ] as const;
 type Field = (typeof FIELDS)[number];
 type Strings = Record<Field, string>;
@@ -116,7 +124,13 @@ const CASE: fc.Arbitrary<Strings> = fc
       Object.fromEntries(
         FIELDS.map((f) => [
           f,
-          f === long ? longOf(unit) : f === "headerName" ? HEADER_NAMES(unit) : textOf(unit),
+          f === long
+            ? longOf(unit)
+            : f === "headerName"
+              ? HEADER_NAMES(unit)
+              : f === "key"
+                ? IDEMPOTENCY_KEYS
+                : textOf(unit),
         ]),
       ) as Record<Field, fc.Arbitrary<string>>,
     );
@@ -204,7 +218,14 @@ async function runCase(t: Transport, i: number, s: Strings, fallbackEdge: string
   const before = (await raw(t, "GET", `/edges/https/${kept.edgeId}/routes`)).json.routes.map(
     (r: { id: string }) => r.id,
   );
-  const made = await raw(t, "POST", `/edges/https/${kept.edgeId}/routes`, { body });
+  // The header's value as it arrives (fetch trims its ends); refused before the body is read.
+  const key = `k${i}-${s.key}`.replace(/ +$/, "");
+  if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
+    routeRefused.clear();
+    routeRefused.add("Idempotency-Key");
+  }
+  const keyed = { body, headers: { "Idempotency-Key": key } };
+  const made = await raw(t, "POST", `/edges/https/${kept.edgeId}/routes`, keyed);
   if (routeRefused.size > 0) {
     expect({ status: made.status, fields: namedFields(made.json) }).toEqual({
       status: 400,
@@ -219,6 +240,9 @@ async function runCase(t: Transport, i: number, s: Strings, fallbackEdge: string
   expect(made.status).toBe(201);
   const route = { id: made.json.id, body, description: s.description };
   expectRoute(made.json, route);
+  // The key was kept as sent: the create repeated with it answers the route it made.
+  const again = await raw(t, "POST", `/edges/https/${kept.edgeId}/routes`, keyed);
+  expect([again.status, again.json.id]).toEqual([made.status, route.id]);
   // A PATCH of its description.
   const patch = await raw(t, "PATCH", `/edges/https/${kept.edgeId}/routes/${route.id}`, {
     body: { description: s.patched },
