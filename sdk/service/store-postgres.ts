@@ -12,7 +12,8 @@
  * - Creates with one `Idempotency-Key` take an advisory lock on the key: the second waits for the
  *   first's commit and then reads what it remembered.
  * - The change counter of the GET answer cache is the database's snapshot
- *   (`pg_current_snapshot()`): it moves at every commit of any writer, whichever replica.
+ *   (`pg_current_snapshot()`): it moves at every commit of any writer, whichever replica; and
+ *   with the server's start time, at a failover to another server.
  * - A database that cannot be reached (restart, failover, no free connection within 5 s) is
  *   StoreUnavailable: the service answers 503 with Retry-After, and recovers by itself when the
  *   database is back (the pool opens new connections).
@@ -699,11 +700,14 @@ export class PostgresStore implements Store {
    * transaction that wrote commits or aborts, on any replica. One query is shared by the GETs that
    * arrive while it runs; a GET arriving after a query was sent waits for the next one, so the
    * value it sees was read after it arrived (never older than a write acknowledged before it).
+   * Preceded by the server's start time: after a failover (or a crash and restart) the server is
+   * another, whose snapshot may read as the old one's did over other rows (the transaction ids
+   * the old primary gave out but never replicated are given out again).
    */
   changeCounter(): Promise<string> {
     if (this.counterNext) return this.counterNext;
     if (!this.counterNow) {
-      const now = this.readSnapshot().finally(() => (this.counterNow = undefined));
+      const now = this.readCounter().finally(() => (this.counterNow = undefined));
       this.counterNow = now;
       return now;
     }
@@ -717,8 +721,13 @@ export class PostgresStore implements Store {
     return next;
   }
 
+  private async readCounter(): Promise<string> {
+    const text = "SELECT pg_postmaster_start_time()::text || ' ' || pg_current_snapshot()::text AS v";
+    return String(await this.poolValue("change_counter", text, []));
+  }
+
   private async readSnapshot(): Promise<string> {
-    return String(await this.poolValue("change_counter", "SELECT pg_current_snapshot()::text AS v", []));
+    return String(await this.poolValue("current_snapshot", "SELECT pg_current_snapshot()::text AS v", []));
   }
 
   /**
