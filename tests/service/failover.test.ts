@@ -24,8 +24,15 @@ import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-servi
 import { findHaproxy, fixedPort, type Haproxy, startHaproxy } from "../support/haproxy";
 import { scaled, TIME_SCALE } from "../support/machine";
 import { freePort } from "../support/postgres";
-import { findHaTools, type HaCluster, type PatroniNode, startHaCluster, until } from "../support/postgres-ha";
-import { makeTempDir, removeDir } from "./helpers";
+import {
+  findHaTools,
+  type HaCluster,
+  type PatroniNode,
+  startHaCluster,
+  stopUnder,
+  until,
+} from "../support/postgres-ha";
+import { makeTempDir } from "./helpers";
 
 const WORKERS = 4;
 /** Calls between two events of the test (a kill, the end): every replica and both nodes see load. */
@@ -71,7 +78,8 @@ afterAll(() => {
   for (const child of started)
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
   cluster?.stop();
-  for (const dir of dirs) removeDir(dir);
+  // A cluster that failed to start (or a test that timed out) leaves processes in its directory.
+  for (const dir of dirs) stopUnder(dir);
 });
 
 /** One call of a worker: what it was, when it began and ended, how it went. */

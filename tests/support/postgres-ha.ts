@@ -244,6 +244,30 @@ export async function startHaCluster(
   started: Set<ChildProcess>,
   service: { database: string; user: string; password: string },
 ): Promise<HaCluster> {
+  try {
+    return await launch(dir, haproxyBin, started, service);
+  } catch (e) {
+    // The postmasters run detached from what started them: stopped by the directory they run in.
+    stopUnder(dir);
+    throw e;
+  }
+}
+
+/**
+ * Kills every process that runs from `dir` (etcd, Patroni, PostgreSQL and its backends, HAProxy:
+ * each names its file or directory there on its command line), then removes it.
+ */
+export function stopUnder(dir: string): void {
+  for (const pid of processesUnder(dir)) kill9(pid);
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+async function launch(
+  dir: string,
+  haproxyBin: string,
+  started: Set<ChildProcess>,
+  service: { database: string; user: string; password: string },
+): Promise<HaCluster> {
   if (root) fs.chmodSync(dir, 0o711);
   const [etcdClient, etcdPeer, balancerPort] = await Promise.all([freePort(), freePort(), freePort()]);
   // Outside the ephemeral range: a node killed and started again takes its ports back.
@@ -420,8 +444,7 @@ export async function startHaCluster(
       }
       kill9(balancer.child.pid);
       kill9(etcd.child.pid);
-      for (const pid of processesUnder(dir)) kill9(pid);
-      fs.rmSync(dir, { recursive: true, force: true });
+      stopUnder(dir);
     },
   };
 }
