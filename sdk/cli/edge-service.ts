@@ -51,9 +51,9 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
           SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
           connections open for --drain (5s: a load balancer may be sending on one; 0 closes
-          them at once), let in-flight requests finish for --shutdown-grace (10s, 1.5s, 500ms),
-          then cut the connections still open, close the store and exit 0; a second signal
-          cuts them at once)
+          them at once), let in-flight requests finish until --shutdown-grace after the signal
+          (10s, 1.5s, 500ms; the drain runs inside it), then cut the connections still open,
+          close the store and exit 0; a second signal cuts them at once)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
          (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
@@ -503,6 +503,12 @@ async function serve(values: Values): Promise<number> {
       `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
     );
     const log = serviceLog(sink, options.logFormat);
+    if (options.drainMs > 0 && options.drainMs >= options.shutdownGraceMs) {
+      log.event(
+        "warn",
+        `--drain ${seconds(options.drainMs)} is not shorter than --shutdown-grace ${seconds(options.shutdownGraceMs)}: a stop ends at the grace, which cuts the drain short; give a drain above the time your load balancer takes to mark this replica down, and a grace above the drain`,
+      );
+    }
     const report = await stopOnSignals(server, options, log);
     const why = {
       finished: "every request finished in time",
@@ -563,7 +569,7 @@ function stopOnSignals(
       if (signals === 1) {
         log.event(
           "info",
-          `${signal} received: stopping; idle keep-alive connections stay open for up to ${seconds(drainMs)} (the drain), then in-flight requests have ${seconds(shutdownGraceMs)} to finish, then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
+          `${signal} received: stopping; idle keep-alive connections stay open for up to ${seconds(Math.min(drainMs, shutdownGraceMs))} (the drain), in-flight requests have until ${seconds(shutdownGraceMs)} after this signal to finish (the grace), then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
         );
         server.close().then(resolve, reject);
       } else if (signals === 2) {

@@ -196,7 +196,7 @@ function storeReadiness(
   return new Readiness(
     () => store.whyNotReady(),
     log,
-    { hostNotReady },
+    { hostNotReady, unavailableSeen: () => store.unavailableSeen?.() ?? 0 },
     () =>
       store.probeWrite().then(
         () => undefined,

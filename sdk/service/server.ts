@@ -41,8 +41,9 @@ export interface ServerOptions {
   /** How long audit events are kept (see EdgeAppOptions; `serve` defaults to 90 days). */
   auditRetentionMs?: number;
   /**
-   * How long `close()` lets in-flight requests finish before it cuts the connections still open
-   * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
+   * How long a stop may take: `close()` lets in-flight requests finish until this long after it
+   * began (the drain included), then cuts the connections still open (default
+   * DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
    */
   shutdownGraceMs?: number;
   /**
@@ -53,7 +54,8 @@ export interface ServerOptions {
    * server listens no more (new connections are refused, which a balancer retries elsewhere and
    * its health check sees), and answers each request still arriving on an open connection with
    * `Connection: close`; the drain ends early once every connection has closed. Set it above the
-   * time the balancer takes to mark a replica down (deploy/haproxy.cfg: 2 checks 1 s apart).
+   * time the balancer takes to mark a replica down (deploy/haproxy.cfg: 2 checks 1 s apart), and
+   * below `shutdownGraceMs`: the drain runs inside the grace, which cuts a longer one short.
    */
   drainMs?: number;
   /** How often the server records in the store that it is alive (see ./presence); default HEARTBEAT_MS. */
@@ -98,8 +100,9 @@ export interface RunningServer {
   /**
    * Stops accepting connections; answers every request from then on with `Connection: close`;
    * keeps idle connections open for `drainMs` (or until all closed), then closes them;
-   * lets in-flight requests finish for `shutdownGraceMs`, then cuts the connections still open
-   * (a client stalled mid-request included); then closes the store. `now` cuts them at once,
+   * lets in-flight requests finish until `shutdownGraceMs` after the call (the drain runs inside
+   * it), then cuts the connections still open (a client stalled mid-request included); then
+   * closes the store. `now` cuts them at once,
    * also during a stop already begun (a second signal). Every call returns the same stop.
    */
   close(opts?: { now?: boolean }): Promise<StopReport>;
@@ -292,7 +295,8 @@ class Connections {
 
   /**
    * Stops listening; keeps the idle connections open for `drainMs` (or until none is left), then
-   * closes them; lets requests finish for `graceMs`, then cuts what is still open.
+   * closes them; lets requests finish until `graceMs` after the call, then cuts what is still
+   * open. The grace bounds the whole stop: the drain runs inside it, and is cut short by it.
    */
   async close(drainMs: number, graceMs: number): Promise<Pick<StopReport, "cut" | "ending">> {
     this.stopping = true;
@@ -315,6 +319,9 @@ class Connections {
       this.server.closeAllConnections();
       for (const socket of this.sockets) socket.destroy();
     };
+    // From the stop's start: a client stalled mid-request during the drain is cut at the grace,
+    // not a grace after the drain (an orchestrator's SIGKILL counts from the signal too).
+    const grace = setTimeout(() => this.cutNow("grace"), graceMs);
     if (drainMs > 0 && this.sockets.size > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainMs);
@@ -330,9 +337,8 @@ class Connections {
     // Now the HTTP layer's close: the idle connections are closed, its timers stopped (listening
     // had already stopped, so this only adds that).
     this.server.close();
-    const timer = setTimeout(() => this.cutNow("grace"), graceMs);
     await allClosed;
-    clearTimeout(timer);
+    clearTimeout(grace);
     this.cut = undefined;
     return { cut, ending };
   }

@@ -12,7 +12,8 @@
  * - Creates with one `Idempotency-Key` take an advisory lock on the key: the second waits for the
  *   first's commit and then reads what it remembered.
  * - The change counter of the GET answer cache is the database's snapshot
- *   (`pg_current_snapshot()`): it moves at every commit of any writer, whichever replica.
+ *   (`pg_current_snapshot()`): it moves at every commit of any writer, whichever replica; and
+ *   with the server's start time, at a failover to another server.
  * - A database that cannot be reached (restart, failover, no free connection within 5 s) is
  *   StoreUnavailable: the service answers 503 with Retry-After, and recovers by itself when the
  *   database is back (the pool opens new connections).
@@ -197,6 +198,11 @@ const BYTEA_COLUMNS: Record<string, readonly string[]> = {
   routes: ["match", "description", "metadata"],
 };
 const bytes = (s: string): Buffer => Buffer.from(s, "utf8");
+/**
+ * A probe's query, given up after 2 s and its connection dropped: node-postgres reads
+ * `query_timeout` from a query's config too (its types name it only for a client's).
+ */
+const bounded = (config: pg.QueryConfig): pg.QueryConfig => Object.assign(config, { query_timeout: 2000 });
 const types = { getTypeParser: textParser };
 
 export interface PostgresStoreOptions {
@@ -249,6 +255,7 @@ function isUnavailable(e: unknown): boolean {
 
 /** A pg error as the store's own: unique key → UniqueViolation, lost database → StoreUnavailable. */
 function translate(e: unknown): unknown {
+  if (e instanceof StoreUnavailable || e instanceof UniqueViolation || e instanceof ParentMissing) return e;
   const code = errorField(e, "code");
   if (code === "23505") return new UniqueViolation(errorMessage(e));
   if (code === "23503") return new ParentMissing(errorMessage(e));
@@ -484,6 +491,8 @@ export class PostgresStore implements Store {
   private indexedThrough = 0;
   private indexer?: BatchRounds;
   private counterNext?: Promise<string>;
+  /** Signs met that the database may be gone (see unavailableSeen). */
+  private unavailable = 0;
   /** Keyed creates' fingerprints under the store's key (none: opened by edge-service keys). */
   private fingerprints?: CreateFingerprints;
 
@@ -513,11 +522,13 @@ export class PostgresStore implements Store {
     // drops that connection and opens a new one on demand.
     // A connection that breaks while checked out (between the statements of a transaction) emits
     // 'error' too: the statement in flight fails (503), and without a listener the process would.
-    pool.on("connect", (client) => client.on("error", () => undefined));
-    pool.on("error", (e) =>
-      opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
-    );
+    // Either is a sign the database may be gone: readiness asks again at the next probe.
     const store = new PostgresStore(pool, url, max, opts.secrets ?? new Secrets());
+    pool.on("connect", (client) => client.on("error", () => store.unavailable++));
+    pool.on("error", (e) => {
+      store.unavailable++;
+      opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`);
+    });
     try {
       await store.migrate();
     } catch (e) {
@@ -642,7 +653,7 @@ export class PostgresStore implements Store {
     try {
       return await this.pool.connect();
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 
@@ -660,7 +671,7 @@ export class PostgresStore implements Store {
       if (tx.open) await client.query("COMMIT");
       return result;
     } catch (e) {
-      const err = translate(e);
+      const err = this.translated(e);
       broken = err instanceof StoreUnavailable;
       if (!broken && tx.open) await client.query("ROLLBACK").catch(() => (broken = true));
       throw err;
@@ -689,11 +700,14 @@ export class PostgresStore implements Store {
    * transaction that wrote commits or aborts, on any replica. One query is shared by the GETs that
    * arrive while it runs; a GET arriving after a query was sent waits for the next one, so the
    * value it sees was read after it arrived (never older than a write acknowledged before it).
+   * Preceded by the server's start time: after a failover (or a crash and restart) the server is
+   * another, whose snapshot may read as the old one's did over other rows (the transaction ids
+   * the old primary gave out but never replicated are given out again).
    */
   changeCounter(): Promise<string> {
     if (this.counterNext) return this.counterNext;
     if (!this.counterNow) {
-      const now = this.readSnapshot().finally(() => (this.counterNow = undefined));
+      const now = this.readCounter().finally(() => (this.counterNow = undefined));
       this.counterNow = now;
       return now;
     }
@@ -707,22 +721,36 @@ export class PostgresStore implements Store {
     return next;
   }
 
+  private async readCounter(): Promise<string> {
+    const text = "SELECT pg_postmaster_start_time()::text || ' ' || pg_current_snapshot()::text AS v";
+    return String(await this.poolValue("change_counter", text, []));
+  }
+
   private async readSnapshot(): Promise<string> {
-    return String(await this.poolValue("change_counter", "SELECT pg_current_snapshot()::text AS v", []));
+    return String(await this.poolValue("current_snapshot", "SELECT pg_current_snapshot()::text AS v", []));
   }
 
   /**
-   * One query on a pooled connection: the schema version the database holds. Bounded (the
-   * connection wait is the pool's; a query that gets no answer is given up after 2 s and its
-   * connection dropped), so a probe always hears back.
+   * Two queries on a pooled connection: whether the database takes writes, and the schema version
+   * it holds. Bounded (the connection wait is the pool's; a query that gets no answer is given up
+   * after 2 s and its connection dropped), so a probe always hears back.
    */
   async whyNotReady(): Promise<string | undefined> {
     try {
-      const { rows } = await this.pool.query<Raw>({
-        name: SQL.metaReadiness.name,
-        text: SQL.metaReadiness.postgres,
-        query_timeout: 2000,
-      } as pg.QueryConfig);
+      // A standby (a failover's new primary a moment before its promotion completes, or a URL
+      // that names a replica) answers reads and refuses every write with 25006.
+      const readOnly = await this.pool.query<{ v: string }>(
+        bounded({
+          name: "readiness_read_only",
+          text: "SELECT current_setting('transaction_read_only') AS v",
+        }),
+      );
+      if (readOnly.rows[0]?.v === "on") {
+        return `the database at ${this.location} accepts no writes (a standby, or default_transaction_read_only on): the service is ready again once it takes writes (point it at the primary)`;
+      }
+      const { rows } = await this.pool.query<Raw>(
+        bounded({ name: SQL.metaReadiness.name, text: SQL.metaReadiness.postgres }),
+      );
       const meta = new Map(rows.map((r) => SQL.metaReadiness.row(r, this.secrets)));
       const version = Number(meta.get("schema_version") ?? 0);
       // Every request that seals or opens a secret would answer 503 (issue 35, finding 7).
@@ -733,20 +761,30 @@ export class PostgresStore implements Store {
         ? `the database at ${this.location} was upgraded to schema ${version} by a newer edge-service (this one runs schema ${PG_SCHEMA_VERSION}): upgrade this replica`
         : `the database at ${this.location} holds schema ${version}, this edge-service runs ${PG_SCHEMA_VERSION}: restart the replica to migrate it`;
     } catch (e) {
+      this.unavailable++;
       return `PostgreSQL at ${this.location} cannot be reached (${errorMessage(e)}); the service answers 503 until it is back`;
     }
+  }
+
+  unavailableSeen(): number {
+    return this.unavailable;
+  }
+
+  /** A pg error as the store's own (see translate); a lost database counted (see unavailableSeen). */
+  private translated(e: unknown): unknown {
+    const err = translate(e);
+    if (err instanceof StoreUnavailable) this.unavailable++;
+    return err;
   }
 
   /** Rewrites one row of the store's metadata (see Store.probeWrite), bounded like whyNotReady. */
   async probeWrite(): Promise<void> {
     try {
-      await this.pool.query({
-        text: SQL.metaSet.postgres,
-        values: ["write_probe", new Date().toISOString()],
-        query_timeout: 2000,
-      } as pg.QueryConfig);
+      await this.pool.query(
+        bounded({ text: SQL.metaSet.postgres, values: ["write_probe", new Date().toISOString()] }),
+      );
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 
@@ -836,7 +874,7 @@ export class PostgresStore implements Store {
       if (key !== undefined) this.fingerprints = new CreateFingerprints(key.bytes);
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);
-      throw translate(e);
+      throw this.translated(e);
     } finally {
       client.release();
     }
@@ -889,7 +927,7 @@ export class PostgresStore implements Store {
     } catch (e) {
       await client.query("ROLLBACK").catch(() => undefined);
       client.release();
-      throw translate(e);
+      throw this.translated(e);
     }
     try {
       // Outside any transaction (VACUUM refuses to run in one); a replica's open snapshot older
@@ -972,7 +1010,7 @@ export class PostgresStore implements Store {
       const { rows } = await this.pool.query<{ v: unknown }>({ name, text, values });
       return rows[0]?.v;
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 

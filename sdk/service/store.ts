@@ -328,6 +328,13 @@ export interface Store {
    */
   whyNotReady(): Promise<string | undefined>;
   /**
+   * How many signs that the database may be gone the store has met since it opened (a pooled
+   * connection lost, an operation that could not reach it): readiness reuses a "ready" answer
+   * only while this count stands still, so that the next probe after such a sign asks again.
+   * Absent: the store meets none (SQLite's file does not go away under it that way).
+   */
+  unavailableSeen?(): number;
+  /**
    * A small write that reaches the storage (a row of the store's own metadata): it fails as a
    * request's write would while the disk is full or the storage read-only. Readiness makes it
    * after such a failure, to see the fault is over.
