@@ -1,47 +1,42 @@
 /**
- * The environment's guess at which stack instance a provider process serves: the backend that
- * holds the stack's state as the Pulumi CLI resolves it, and the stack's secret salt. It is only
- * a guess (two dev containers with equal backend paths look alike; a CI retry on a new host looks
- * different), so it is used only where the stack's own state holds no anchor yet (see ./index):
- * a stack's first update, the first update after an upgrade from 0.2.0, and a plugin version's
- * first update. Where it cannot be told at all, it is `undefined`, and nothing is ever taken
- * over on its strength.
+ * Where a stack's state lives: the backend that holds it, as the Pulumi CLI resolves it, and on a
+ * backend shared by organizations (Pulumi Cloud, a self-hosted service) the stack's organization
+ * where the face knows it. The anchor (./anchor) is recorded with its place, so that a state copied
+ * or moved elsewhere (`pulumi stack export` / `stack import` into another backend) is told apart
+ * from the stack it came from: a copy is a new stack instance and must not take the objects its
+ * original creates from then on.
+ *
+ * The place names no machine: a CI retry in a new container (a new host name, the same persisted
+ * backend) is the same stack. Two machines with one backend path are one place; that can only
+ * matter for two copies of one state (each stack has its own random anchor), and the README says so.
  *
  * Resolved as the CLI resolves it (pulumi 3.259.0), from what the engine hands a provider:
- * - the project: `Pulumi.yaml` in the provider's working directory (the program's: the project's
- *   `main`) or the nearest directory above it, whose `name` must be `PULUMI_PROJECT` (the engine
- *   sets it for every provider). The handshake's `root_directory` is the plugin's own directory
- *   in 3.259.0, not the project's, so it cannot serve.
+ * - the project: `Pulumi.yaml` of project `PULUMI_PROJECT` (the engine sets it for every provider),
+ *   in the CLI's working directory or the nearest directory above it (the CLI's own lookup: it is
+ *   where an inline Automation API program's workspace writes `Pulumi.yaml`), else in the
+ *   provider's working directory (the program's: the project's `main`) or above;
  * - the backend URL (`pkg/workspace.GetCurrentCloudURL`): `PULUMI_BACKEND_URL`, else the project's
  *   `backend.url`, else `current` of the login file `credentials.json` in `PULUMI_CREDENTIALS_PATH`,
  *   else in `PULUMI_HOME`, else in `~/.pulumi`; else Pulumi Cloud. A login file encrypted by the
- *   credential store (`PULUMI_CREDENTIAL_STORE=auto|os`) cannot be read: the backend is unknown.
+ *   credential store (`PULUMI_CREDENTIAL_STORE=auto|os`) cannot be read: the place is unknown;
  * - a file backend's path (`pkg/backend/diy.massageBlobPath`): `~` is the account's home directory
  *   (`user.Current()`, not `$HOME`), a relative path is relative to the CLI's working directory
  *   (found from the process tree where the system shows it, else the project's directory),
- *   options dropped; then symlinks resolved and trailing slashes dropped, so every spelling of one
- *   directory is one backend, and this machine's host name in front (the same path on two
- *   machines is two directories).
- * - the salt: `encryptionsalt` or `encryptedkey` of `Pulumi.<stack>.yaml` in the project's
- *   `stackConfigDir`; "" when there is none (`--config-file`, Pulumi Cloud secrets).
+ *   options dropped; then symlinks resolved and trailing slashes dropped, so that every spelling of
+ *   one directory is one place.
  */
 import { readFileSync, readlinkSync, realpathSync } from "node:fs";
-import { hostname, userInfo } from "node:os";
+import { userInfo } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { readPulumiFile, stackConfigDir, stackFileBase } from "../pulumi-files";
+import { readPulumiFile } from "../pulumi-files";
 
-/** The environment's guess at one stack instance (see the module's comment). */
-export interface StackInstance {
-  /** The backend the CLI uses, one spelling per backend (a file backend: `file://<host><realpath>`). */
-  backend: string;
-  /** The settings file's secret salt, or "". */
-  salt: string;
-}
-
-/** Why the instance cannot be told, for the one warning that says so. */
-export class UnknownInstance {
+/** Why the place cannot be told, for the one warning that says so. */
+export class UnknownPlace {
   constructor(readonly reason: string) {}
 }
+
+/** A place as recorded beside an anchor: one spelling per backend (and organization). */
+export type Place = string;
 
 /** What a provider process sees around it: each part replaceable in tests. */
 export interface Surroundings {
@@ -52,34 +47,29 @@ export interface Surroundings {
   cliCwd?: string;
   /** The account's home directory (`user.Current()`). */
   home: string;
-  host: string;
 }
 
 export function surroundings(): Surroundings {
-  return {
-    cwd: process.cwd(),
-    env: process.env,
-    cliCwd: cliWorkingDirectory(),
-    home: accountHome(),
-    host: hostname(),
-  };
+  return { cwd: process.cwd(), env: process.env, cliCwd: cliWorkingDirectory(), home: accountHome() };
 }
 
 const DEFAULT_BACKEND = "https://api.pulumi.com";
 
-/** The stack instance of `stack` as the environment shows it, or why it cannot be told. */
-export function deriveInstance(
-  stack: string,
-  s: Surroundings = surroundings(),
-): StackInstance | UnknownInstance {
-  const project = findProject(s.cwd, s.env.PULUMI_PROJECT);
-  if (project instanceof UnknownInstance) return project;
-  const url = backendUrl(project.config, s);
-  if (url instanceof UnknownInstance) return url;
-  return {
-    backend: normaliseBackend(url, s.cliCwd ?? project.root, s),
-    salt: readSalt(stack, project.root, project.config),
-  };
+/**
+ * The place of the stack a provider serves. `organization`: the stack's, where the face knows it
+ * (a program's `pulumi.getOrganization()`); it names the place on a backend other than a file one.
+ */
+export function placeOf(s: Surroundings, organization?: string): Place | UnknownPlace {
+  const chosen = nonEmpty(s.env.PULUMI_BACKEND_URL);
+  // The project's backend.url counts only where the environment names none.
+  const project = chosen === undefined ? findProject([s.cliCwd, s.cwd], s.env.PULUMI_PROJECT) : undefined;
+  if (project instanceof UnknownPlace) return project;
+  const url = chosen ?? backendUrl(project?.config ?? {}, s);
+  if (url instanceof UnknownPlace) return url;
+  const file = /^file:\/\/([^?]*)/.exec(url);
+  if (file) return `file://${filePath(file[1] ?? "", s.cliCwd ?? project?.root ?? s.cwd, s.home)}`;
+  const base = url.replace(/\/+$/, "");
+  return organization && organization !== "organization" ? `${base} (organization ${organization})` : base;
 }
 
 interface Project {
@@ -88,36 +78,42 @@ interface Project {
 }
 
 /**
- * The project file in `from` or the nearest directory above it, of project `name` when given (a
- * program directory may hold another project's file: the walk goes on past it).
+ * The project file of project `name` (when given) in the first of `from` that has one in it or
+ * in a directory above it (a program directory may hold another project's file: the walk goes on
+ * past it).
  */
-export function findProject(from: string, name: string | undefined): Project | UnknownInstance {
-  for (let dir = resolve(from); ; dir = dirname(dir)) {
-    const config = readYaml(dir, "Pulumi");
-    if (config !== undefined && (!name || config.name === name)) return { root: dir, config };
-    if (dirname(dir) === dir) {
-      return new UnknownInstance(
-        `no Pulumi.yaml${name ? ` of project "${name}"` : ""} in ${from} or above it`,
-      );
+export function findProject(
+  from: readonly (string | undefined)[],
+  name: string | undefined,
+): Project | UnknownPlace {
+  const starts = from.filter((d): d is string => d !== undefined);
+  for (const start of starts) {
+    for (let dir = resolve(start); ; dir = dirname(dir)) {
+      const config = readYaml(dir, "Pulumi");
+      if (config !== undefined && (!name || config.name === name)) return { root: dir, config };
+      if (dirname(dir) === dir) break;
     }
   }
+  return new UnknownPlace(
+    `no Pulumi.yaml${name ? ` of project "${name}"` : ""} in ${starts.join(" or ")} or above`,
+  );
 }
 
 /** The backend URL the CLI selects (pkg/workspace `GetCurrentCloudURL`), as written. */
 export function backendUrl(
   project: Record<string, unknown>,
   s: Pick<Surroundings, "env" | "home">,
-): string | UnknownInstance {
+): string | UnknownPlace {
   const fromProject = isRecord(project.backend) ? project.backend.url : undefined;
   const chosen = nonEmpty(s.env.PULUMI_BACKEND_URL) ?? nonEmpty(fromProject);
   if (chosen !== undefined) return chosen;
   const login = storedLogin(s);
-  if (login instanceof UnknownInstance) return login;
+  if (login instanceof UnknownPlace) return login;
   return login ?? DEFAULT_BACKEND;
 }
 
 /** `current` of the CLI's login file (`pulumi login`), if any. */
-function storedLogin(s: Pick<Surroundings, "env" | "home">): string | undefined | UnknownInstance {
+function storedLogin(s: Pick<Surroundings, "env" | "home">): string | undefined | UnknownPlace {
   const folder =
     nonEmpty(s.env.PULUMI_CREDENTIALS_PATH) ?? nonEmpty(s.env.PULUMI_HOME) ?? join(s.home, ".pulumi");
   const file = join(folder, "credentials.json");
@@ -131,10 +127,10 @@ function storedLogin(s: Pick<Surroundings, "env" | "home">): string | undefined 
   try {
     creds = JSON.parse(text);
   } catch {
-    return new UnknownInstance(`the CLI's login file ${file} is not JSON`);
+    return new UnknownPlace(`the CLI's login file ${file} is not JSON`);
   }
   if (isRecord(creds) && "$pulumiSecureStore" in creds) {
-    return new UnknownInstance(
+    return new UnknownPlace(
       `the CLI's login file ${file} is encrypted by the credential store (PULUMI_CREDENTIAL_STORE)`,
     );
   }
@@ -142,16 +138,14 @@ function storedLogin(s: Pick<Surroundings, "env" | "home">): string | undefined 
 }
 
 /**
- * One spelling per backend (see the module's comment); `base` is the directory a relative file
+ * A file backend's directory, one spelling per directory; `base` is the directory a relative
  * path is relative to (the CLI's working directory).
  */
-export function normaliseBackend(url: string, base: string, s: Pick<Surroundings, "home" | "host">): string {
-  const file = /^file:\/\/([^?]*)/.exec(url);
-  if (!file) return url.replace(/\/+$/, "");
-  let path = file[1] ?? "";
-  if (path === "~" || path.startsWith("~/")) path = join(s.home, path.slice(1));
+export function filePath(written: string, base: string, home: string): string {
+  let path = written;
+  if (path === "~" || path.startsWith("~/")) path = join(home, path.slice(1));
   if (!isAbsolute(path)) path = resolve(base, path);
-  return `file://${s.host}${realPath(resolve(path))}`;
+  return realPath(resolve(path));
 }
 
 /** The path with every symlink resolved, as far as it exists (a backend may not exist yet). */
@@ -162,15 +156,6 @@ function realPath(path: string): string {
     const parent = dirname(path);
     return parent === path ? path : join(realPath(parent), basename(path));
   }
-}
-
-function readSalt(stack: string, root: string, project: Record<string, unknown>): string {
-  const settings = readYaml(stackConfigDir(root, project), stackFileBase(stack));
-  for (const key of ["encryptionsalt", "encryptedkey"]) {
-    const value = settings?.[key];
-    if (typeof value === "string" && value !== "") return value;
-  }
-  return "";
 }
 
 /**

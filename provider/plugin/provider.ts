@@ -6,9 +6,10 @@
 import { VERSION } from "../../sdk/version";
 import type * as provider from "@pulumi/pulumi/provider";
 import { isDeepStrictEqual } from "node:util";
-import { configureFromStack, engineConfig } from "../config";
-import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
-import { operation, withLastWrite } from "../engine/call";
+import { engineConfig } from "../config";
+import { ANCHOR_KEY, type AnchorRecord, isAnchor, PLACE_KEY } from "../identity";
+import { withLastWrite } from "../engine/call";
+import { ProviderProcess } from "../engine/process";
 import type { EdgeClient } from "../../sdk/client";
 import {
   type Inputs,
@@ -126,6 +127,9 @@ const SECRET_CONFIG = Object.entries(PROVIDER_CONFIG)
 export class EdgeProvider implements provider.Provider {
   readonly version = VERSION;
 
+  /** The plugin process's state (see ../engine/process): made with the provider, at the process's start. */
+  constructor(readonly host: ProviderProcess = new ProviderProcess()) {}
+
   getSchema(): Promise<string> {
     return Promise.resolve(JSON.stringify(buildSchema(VERSION)));
   }
@@ -133,27 +137,36 @@ export class EdgeProvider implements provider.Provider {
   /**
    * The provider's inputs as the state keeps them: the secret ones wrapped, so a key set without
    * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this);
-   * and the stack's anchor (../identity), kept from `olds`, or made for a provider resource that
-   * has none yet (once per process and resource, however often the engine checks it).
+   * and the stack's anchor with its place (../identity), kept from `olds` where they still name
+   * this stack instance, else made anew (once per process and resource, however often the engine
+   * checks it).
    */
   checkConfig(urn: string, olds: unknown, news: unknown): Record<string, unknown> {
-    const kept = isProps(olds) ? olds[ANCHOR_KEY] : undefined;
-    let anchor = isAnchor(kept) ? kept : this.born.get(urn);
-    if (anchor === undefined) {
-      anchor = newAnchor();
-      this.born.set(urn, anchor);
-    }
-    return { ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}), [ANCHOR_KEY]: anchor };
+    const stored = isProps(olds) ? { anchor: olds[ANCHOR_KEY], place: olds[PLACE_KEY] } : {};
+    const { record } = this.host.anchorFor(stored, this.host.log(urn), undefined, () => {
+      let made = this.born.get(urn);
+      if (made === undefined) {
+        made = this.host.newAnchor();
+        this.born.set(urn, made);
+      }
+      return made;
+    });
+    return {
+      ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}),
+      [ANCHOR_KEY]: record.anchor,
+      ...(record.place === undefined ? {} : { [PLACE_KEY]: record.place }),
+    };
   }
-  private readonly born = new Map<string, string>();
+  private readonly born = new Map<string, AnchorRecord>();
 
   /**
-   * Whether the provider's inputs differ beyond the anchor (serve.ts answers DiffConfig with this):
-   * the anchor a 0.2.0 state lacks is no change. No change replaces the resources.
+   * Whether the provider's inputs differ beyond the anchor and its place (serve.ts answers
+   * DiffConfig with this): a new anchor (a first update, a copied state) is no change, and no
+   * change replaces the resources.
    */
   diffConfig(olds: unknown, news: unknown): boolean {
     const without = (v: unknown) => {
-      const { [ANCHOR_KEY]: _anchor, ...rest } = isProps(v) ? v : {};
+      const { [ANCHOR_KEY]: _anchor, [PLACE_KEY]: _place, ...rest } = isProps(v) ? v : {};
       return rest;
     };
     return !isDeepStrictEqual(without(olds), without(news));
@@ -172,7 +185,7 @@ export class EdgeProvider implements provider.Provider {
     const current = isDefaultProvider(name) ? engineConfig() : undefined;
     const revealed = reveal(args);
     const plain = current ?? (isProps(revealed) ? revealed : {});
-    configureFromStack({
+    this.host.configure({
       get: (key) => {
         const name = key.replace(/^edge:/, "");
         // Config values are scalars: strings, or numbers and booleans the engine parsed.
@@ -197,10 +210,13 @@ export class EdgeProvider implements provider.Provider {
   private readonly detailed = new Map<string, PropertyChange[]>();
 
   diff(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.DiffResult> {
-    const { changed, replaces, changes } = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
-    this.detailed.set(urn, changes);
-    // No create-before-delete clash exists: a replacement lives on another edge (or is another edge).
-    return Promise.resolve({ changes: changed.length > 0, replaces, deleteBeforeReplace: false });
+    const plan = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
+    this.detailed.set(urn, plan.changes);
+    return Promise.resolve({
+      changes: plan.changed.length > 0,
+      replaces: plan.replaces,
+      deleteBeforeReplace: plan.deleteBeforeReplace === true,
+    });
   }
 
   /** What the last Diff of `urn` changes, leaf by leaf (the framework's DiffResult has no room for it). */
@@ -212,7 +228,7 @@ export class EdgeProvider implements provider.Provider {
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = operation(urn, { create: { anchor: this.anchor } });
+    const { client, ctx } = this.host.operation(urn, { create: { anchor: this.anchor } });
     const { id, outs } = await handler.create(client, reveal(inputs), ctx);
     return {
       id: resourceId(kind, id, outs),
@@ -223,7 +239,7 @@ export class EdgeProvider implements provider.Provider {
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
     const { kind, handler } = handlerFor(urn);
     const stored = reveal(props ?? {});
-    const { client, ctx } = operation(urn, { stored });
+    const { client, ctx } = this.host.operation(urn, { stored });
     const found = await handler.read(client, id, stored, ctx);
     if (!found) {
       // An import reads with no properties: nothing there is an error, not "deleted since".
@@ -241,13 +257,13 @@ export class EdgeProvider implements provider.Provider {
 
   async update(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.UpdateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = operation(urn);
+    const { client, ctx } = this.host.operation(urn);
     const outs = await handler.update(client, id, reveal(olds), reveal(news), ctx);
     return { outs: withLastWrite(this.concealed(kind, outs, news), client, reveal(olds)) };
   }
 
   async delete(id: string, urn: string, props: unknown): Promise<void> {
-    const { client, ctx } = operation(urn);
+    const { client, ctx } = this.host.operation(urn);
     await handlerFor(urn).handler.delete(client, id, reveal(props), ctx);
   }
 

@@ -14,7 +14,6 @@
  * Each by wrapping the service implementation handed to grpc-js, nothing else.
  */
 import * as pulumiProvider from "@pulumi/pulumi/provider";
-import { connectEngineLog } from "../engine/log";
 import { fromPulumi } from "../engine/pulumi-internals";
 import { exitWhenEngineGone } from "../engine/watchdog";
 import type { PropertyChange } from "../plan/detail";
@@ -165,7 +164,7 @@ export function serve(edge: EdgeProvider, args: string[]): Promise<void> {
   mendServer(edge);
   const engine = engineAddress(args);
   if (engine) {
-    connectEngineLog(engine);
+    edge.host.connectEngine(engine);
     exitWhenEngineGone(engine);
   }
   return pulumiProvider.main(edge, args);
