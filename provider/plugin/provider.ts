@@ -110,6 +110,8 @@ export interface ProviderConfig {
   variables: Record<string, string>;
   /** The provider resource's name, where the engine tells it (`default_0_1_0` for a default provider). */
   name?: string;
+  /** The provider resource's URN, where the engine tells it. */
+  urn?: string;
 }
 
 /** A default provider is the stack config's, not the program's: `default` or `default_<version>`. */
@@ -176,8 +178,12 @@ export class EdgeProvider implements provider.Provider {
   private anchor: string | undefined;
 
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
-  configure({ args, variables, name }: ProviderConfig): void {
-    const anchor = args[ANCHOR_KEY];
+  configure({ args, variables, name, urn }: ProviderConfig): void {
+    // A new anchor this process's CheckConfig gave the provider resource (a first update, a copy,
+    // a damaged anchor) is in the state from this run on; but where DiffConfig saw no other change
+    // the engine configures the provider with the old inputs, so the new anchor is taken from here.
+    const made = urn === undefined ? undefined : this.born.get(urn)?.anchor;
+    const anchor = made ?? args[ANCHOR_KEY];
     this.anchor = isAnchor(anchor) ? anchor : undefined;
     // A default provider takes the stack's current config, which the engine hands the plugin
     // even where `args` are those saved at the last update (refresh and destroy without

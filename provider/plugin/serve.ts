@@ -66,7 +66,13 @@ function mendServer(edge: EdgeProvider): void {
           call.request.getVariablesMap().forEach((v, k) => (variables[k] = v));
           const args = call.request.getArgs();
           const name = call.request.getName?.();
-          edge.configure({ args: args?.toJavaScript() ?? {}, variables, name: name || undefined });
+          const urn = call.request.getUrn();
+          edge.configure({
+            args: args?.toJavaScript() ?? {},
+            variables,
+            name: name || undefined,
+            urn: urn || undefined,
+          });
         } catch (e) {
           callback(e);
           return;
