@@ -26,11 +26,10 @@ export interface ProviderSettings {
   requestDeadlineMs?: number;
 }
 
-interface StackConfig {
+/** A stack's config as the engine hands it to a provider. */
+export interface StackConfig {
   get(key: string): string | undefined;
 }
-
-let stack: Partial<ProviderSettings> = {};
 
 /** The stack config key of each setting. */
 const KEY = {
@@ -42,7 +41,7 @@ const KEY = {
 } as const satisfies Record<keyof ProviderSettings, string>;
 
 /** The settings a stack's config states (`edge:*` keys), none of the fallbacks. */
-function fromConfig(config: StackConfig): Partial<ProviderSettings> {
+export function stackSettings(config: StackConfig): Partial<ProviderSettings> {
   return {
     baseUrl: config.get(KEY.baseUrl) || undefined,
     apiKey: config.get(KEY.apiKey) || undefined,
@@ -64,11 +63,6 @@ export function configKeysRead(env: NodeJS.ProcessEnv): string[] {
 /** The API key of the environment, which wins over the stack's `edge:apiKey` (CI holds it there). */
 const apiKeyFromEnv = (env: NodeJS.ProcessEnv): string | undefined => env.EDGE_API_KEY || undefined;
 
-/** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */
-export function configureFromStack(config: StackConfig): void {
-  stack = fromConfig(config);
-}
-
 function timeout(value: string | undefined, name: string): number | undefined {
   if (!value) return undefined;
   const ms = Number(value);
@@ -77,8 +71,9 @@ function timeout(value: string | undefined, name: string): number | undefined {
   return ms;
 }
 
-export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
-  return settingsOf(stack, env, process.cwd());
+/** The settings of a command run outside the engine (no stack config): the environment's, in its directory. */
+export function environmentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
+  return resolveSettings({}, env, process.cwd());
 }
 
 /**
@@ -91,10 +86,11 @@ export function settingsFor(
   env: NodeJS.ProcessEnv,
   programDir: string,
 ): ProviderSettings {
-  return settingsOf(fromConfig(config), env, programDir);
+  return resolveSettings(stackSettings(config), env, programDir);
 }
 
-function settingsOf(
+/** The settings `stack` states, with the environment's fallbacks, in the program directory `programDir`. */
+export function resolveSettings(
   stack: Partial<ProviderSettings>,
   env: NodeJS.ProcessEnv,
   programDir: string,
@@ -111,10 +107,11 @@ function settingsOf(
   };
 }
 
+/** Clients by their settings: a cache, which changes nothing but how often a transport is made. */
 const clients = new Map<string, EdgeClient>();
 
-/** The client for the current settings (one per distinct configuration). */
-export function edgeClient(settings: ProviderSettings = currentSettings()): EdgeClient {
+/** The client for `settings` (one per distinct configuration). */
+export function edgeClient(settings: ProviderSettings): EdgeClient {
   const key = JSON.stringify([
     settings.baseUrl,
     settings.apiKey,

@@ -10,7 +10,7 @@ import { join, relative, resolve } from "node:path";
 import { errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
 import { type ParsedCommandLine, parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
-import { currentSettings, edgeClient } from "../config";
+import { edgeClient, environmentSettings } from "../config";
 import { parseEdgeConfig } from "../declarative/load";
 import { exportFleet, filterFleet } from "./fleet";
 import { readFleet } from "./read";
@@ -132,7 +132,7 @@ async function exportCommand(argv: string[]): Promise<number> {
 
 /** The service to read: the providers' settings, with --base-url and --data-dir over them. */
 function sourceSettings(values: Values) {
-  const env = currentSettings();
+  const env = environmentSettings();
   return {
     ...env,
     baseUrl: values["base-url"] ?? env.baseUrl,

@@ -33,11 +33,6 @@ export const scopeCovers = (held: Scope, needed: Scope): boolean =>
 
 /** The header of an idempotent create, and what a key may be: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-/**
- * A key an earlier create of the same request may have used instead (the provider's guess before
- * a stack's state anchors its identity): its object is answered too, and takes the new key.
- */
-export const IDEMPOTENCY_PRIOR_KEY_HEADER = "Idempotency-Prior-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 /** A schema with the name of its OpenAPI component (`#/components/schemas/<ref>`). */
@@ -175,7 +170,7 @@ function edgeOperations<K extends "https" | "tls", One extends z.ZodType, List e
       body: { schema: edgeCreateSchema, ref: "EdgeCreate" },
       idempotent: true,
       success: { status: 201, schema: one, ref: Edge, description: `The ${label} edge.` },
-      errors: BODY_ERRORS,
+      errors: [409, ...BODY_ERRORS],
     }),
     list: op({
       id: `list_${kind}_edges`,
