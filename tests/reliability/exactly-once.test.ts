@@ -143,7 +143,11 @@ const run = (s: Setup, args: string[], hostname?: string, env = s.env) =>
   runPulumi(args, { cwd: s.ws.dir, stateDir: s.ws.stateDir, env, hostname });
 
 const setSpec = async (s: Setup, spec: unknown) => {
-  const stack = await engine.directoryStack({ workDir: s.ws.dir, stackName: "test", stateDir: s.ws.stateDir });
+  const stack = await engine.directoryStack({
+    workDir: s.ws.dir,
+    stackName: "test",
+    stateDir: s.ws.stateDir,
+  });
   await stack.setConfig("spec", { value: JSON.stringify(spec) });
 };
 
@@ -250,10 +254,7 @@ describe.each(CASES)("%s face, %s", (face, store) => {
         );
         await outage;
         const second = await run(s, ["up", "--yes", "--skip-preview"]);
-        expect([second.code, second.output]).toEqual([
-          0,
-          expect.stringMatching(FOUND_AGAIN),
-        ]);
+        expect([second.code, second.output]).toEqual([0, expect.stringMatching(FOUND_AGAIN)]);
         await expectConverged(s);
       } finally {
         await teardown(s);
@@ -267,7 +268,11 @@ describe.each(CASES)("%s face, %s", (face, store) => {
     ["with checkpoints, the retry under another host name", {}, "ci-retry"],
     // Fast mode writes nothing before the run's end: it is safe once the state holds the anchor
     // (a first update in fast mode is refused: tests/reliability/create-identity).
-    ["with PULUMI_SKIP_CHECKPOINTS=true, after a first update", { PULUMI_SKIP_CHECKPOINTS: "true" }, "ci-retry"],
+    [
+      "with PULUMI_SKIP_CHECKPOINTS=true, after a first update",
+      { PULUMI_SKIP_CHECKPOINTS: "true" },
+      "ci-retry",
+    ],
   ])(
     "`pulumi up` killed mid-routes (%s): cancel, refresh --clear-pending-creates, up recover",
     async (label, env, hostname) => {
