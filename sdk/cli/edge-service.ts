@@ -76,7 +76,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
        edge-service keys revoke NAME
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
          (named API keys, on the store itself: in force on every replica within a second, no
-          restart; no secrets key needed. read: the GETs (drift checks, metrics); write: every operation; admin: the
+          restart; no secrets key needed. The first key turns authentication on: from then on
+          every request needs a valid key, a stack's too. read: the GETs (drift checks, metrics); write: every operation; admin: the
           same, and these commands. create prints the key once, on stdout; only its SHA-256 is
           stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
        edge-service --help | --version`;
@@ -274,7 +275,9 @@ async function keys(
   });
   try {
     if (cmd.command === "create") {
+      const first = (await apiKeysOf(store)).length === 0;
       const key = await createKey(store, cmd.name, cmd.scope);
+      if (first) console.error(firstKeyNotice(cmd.name, store.location));
       console.error(
         `made key "${cmd.name}" (scope ${cmd.scope}) on ${store.location}; it is shown once, below, and only its hash is stored:`,
       );
@@ -310,6 +313,21 @@ async function keys(
     await store.close();
   }
   return 0;
+}
+
+/**
+ * What `keys create` says when it makes a store's first key: from then on every request needs a
+ * key (keysRequired), so a stack that deployed without one is refused on its next run. Said where
+ * the operator looks, with what each stack needs.
+ */
+function firstKeyNotice(name: string, location: string): string {
+  return [
+    `"${name}" is the first key of ${location}: authentication is now on. Within a second every`,
+    "server on this store, one started without --api-key too, refuses a request without a valid key",
+    "(401 ERR_EDGE_401: missing API key); only GET /healthz and /readyz stay open. Every stack and",
+    "client of the service needs a key now: make each its own (edge-service keys create NAME --scope",
+    "write) and give it to the stack (pulumi config set --secret edge:apiKey <key>) or in EDGE_API_KEY.",
+  ].join("\n");
 }
 
 /** One API call against a data directory (in-process) or a running service. */
