@@ -32,7 +32,7 @@ import { checkedInputs } from "../lifecycle/types";
 import { SECRET_LEAVES } from "../model";
 import { readPulumiFile } from "../pulumi-files";
 import { isProps, type Props } from "../model/check";
-import { changedFields, type DriftedResource, parseAuthorWarnings } from "./report";
+import { attributionOf, changedFields, type DriftedResource } from "./report";
 import { type Engine, readStack, type Target } from "./stacks";
 
 /** What `pulumi stack export` holds of a resource (the fields read here). */
@@ -194,9 +194,9 @@ async function judgeResource<K extends ResourceKind>(
   };
   const id = r.id!;
   const read = await life.readFound(client, id, stored, found, ctx);
-  const authors = () => warnings.flatMap((w) => parseAuthorWarnings(w, name));
+  const who = () => attributionOf(warnings, name);
   const base = { urn: r.urn, name, type: r.type };
-  if (read === undefined) return [{ ...base, op: "create", fields: [], authors: authors() }];
+  if (read === undefined) return [{ ...base, op: "create", fields: [], ...who() }];
   const declared = revealed(r.inputs);
   const plan = life.diff(read.outs, checkedInputs(declared), id);
   if (plan.changed.length === 0) return [];
@@ -209,7 +209,7 @@ async function judgeResource<K extends ResourceKind>(
       ...base,
       op: plan.replaces.length > 0 ? "replace" : "update",
       fields: changedFields(shown(declared), shown(read.inputs), keys),
-      authors: authors(),
+      ...who(),
     },
   ];
 }

@@ -8,7 +8,13 @@
  * and quote the rest as their format asks.
  */
 import { isSecret as isEngineSecret } from "../engine/secrets";
-import { type AuthorLine, parseAuthorLines } from "../lifecycle/authorship";
+import {
+  type AuthorLine,
+  parseAuthorLines,
+  parseUnattributedLines,
+  type UnattributedLine,
+  unreachedReason,
+} from "../lifecycle/authorship";
 
 /** One stack's verdict. */
 export type Verdict = "clean" | "drifted" | "error";
@@ -35,6 +41,21 @@ export interface Author {
   edge?: string;
 }
 
+/**
+ * A field (or the whole resource) whose author the provider could not prove, as it reported on
+ * refresh: the service's trail of the object does not reach the stack's last change to it.
+ */
+export interface Unattributed {
+  /** The field or module path; "" for the whole resource (gone). */
+  field: string;
+  /** What was done when the field was not changed: deleted (or the resource gone), or created. */
+  change?: "deleted" | "created";
+  /** The `Request-Id` of the stack's last change to the object, which the trail does not reach. */
+  since: string;
+  /** Why there is no author, as the provider says it. */
+  reason: string;
+}
+
 export interface DriftedResource {
   urn: string;
   /** The resource's name in the program (the URN's last segment). */
@@ -44,6 +65,8 @@ export interface DriftedResource {
   op: string;
   fields: FieldChange[];
   authors: Author[];
+  /** Fields the provider said it cannot name an author for, and why (absent: none). */
+  unattributed?: Unattributed[];
 }
 
 /** What `--remediate` did to a drifted stack. */
@@ -114,9 +137,40 @@ export function parseAuthorWarnings(message: string, name?: string): Author[] {
     .map(authorOf);
 }
 
+/** An unattributed line as the report keeps it. */
+export function unattributedOf(line: UnattributedLine): Unattributed {
+  return {
+    field: line.field ?? "",
+    ...(line.verb === "changed" ? {} : { change: line.verb }),
+    since: line.since,
+    reason: unreachedReason(line.since),
+  };
+}
+
+/** The fields a diagnostic's text says have no provable author (with `name`: of that resource). */
+export function parseUnattributedWarnings(message: string, name?: string): Unattributed[] {
+  return parseUnattributedLines(message)
+    .filter((l) => name === undefined || l.name === name)
+    .map(unattributedOf);
+}
+
+/**
+ * What the provider said of a resource's authors in its warnings (with `name`: only the lines
+ * about the resource of that name): `unattributed` only when some field has no provable author.
+ */
+export function attributionOf(
+  messages: readonly string[],
+  name?: string,
+): Pick<DriftedResource, "authors" | "unattributed"> {
+  const authors = messages.flatMap((m) => parseAuthorWarnings(m, name));
+  const unattributed = messages.flatMap((m) => parseUnattributedWarnings(m, name));
+  return { authors, ...(unattributed.length > 0 ? { unattributed } : {}) };
+}
+
+const within = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`);
+
 /** The authors of one field: exact path, or a warning about an enclosing or enclosed path. */
-export function authorsOf(field: string, authors: readonly Author[]): Author[] {
-  const within = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`);
+export function authorsOf<A extends { field: string }>(field: string, authors: readonly A[]): A[] {
   return authors.filter((a) => within(field, a.field) || within(a.field, field));
 }
 
@@ -195,7 +249,11 @@ export function changedFields(before: Plain, after: Plain, keys?: readonly strin
  * dynamic resource's diff names no property): secrets, which it shows alike ([secret]) on both
  * sides. Those its authors name, else every secret it holds.
  */
-export function secretFields(before: Plain, after: Plain, authors: readonly Author[]): FieldChange[] {
+export function secretFields(
+  before: Plain,
+  after: Plain,
+  authors: readonly { field: string }[],
+): FieldChange[] {
   const all = [...new Set([...Object.keys(before), ...Object.keys(after)])]
     .filter((k) => !k.startsWith("__"))
     .sort()
@@ -281,11 +339,26 @@ export function showAuthors(authors: readonly Author[]): string {
     .join("; ");
 }
 
+/**
+ * Who changed `field` of `r` (see showAuthors), or why nobody can be named:
+ * "author unknown: the service's history does not reach …: restored or pruned?" ("deleted,
+ * author unknown: …" for a whole resource).
+ */
+export function showWho(field: string, r: DriftedResource): string {
+  const authors = authorsOf(field, r.authors);
+  const unknown = authorsOf(field, r.unattributed ?? []);
+  if (authors.length > 0 || unknown.length === 0) return showAuthors(authors);
+  const what = field === "" && unknown.some((u) => u.change === "deleted") ? "deleted, " : "";
+  return `${what}author unknown: ${[...new Set(unknown.map((u) => u.reason))].join("; ")}`;
+}
+
 /** A resource's drift line by line: each field with its authors; a fieldless one (deleted out of band) its own. */
 function fieldLines(r: DriftedResource): string[] {
   if (r.fields.length === 0)
-    return r.authors.length > 0 ? [`whole resource: ${showAuthors(authorsOf("", r.authors))}`] : [];
-  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
+    return r.authors.length > 0 || (r.unattributed ?? []).length > 0
+      ? [`whole resource: ${showWho("", r)}`]
+      : [];
+  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showWho(f.path, r)}`);
 }
 
 const showChange = (f: FieldChange) =>
@@ -414,9 +487,7 @@ export function renderMarkdown(report: FleetReport): string {
       for (const f of fields) {
         const change = f.path ? showChange(f) : r.op;
         out.push(
-          `| ${cell(r.name)} | ${code(r.type)} | ${code(f.path)} | ${cell(change)} | ${cell(
-            showAuthors(authorsOf(f.path, r.authors)),
-          )} |`,
+          `| ${cell(r.name)} | ${code(r.type)} | ${code(f.path)} | ${cell(change)} | ${cell(showWho(f.path, r))} |`,
         );
       }
     }

@@ -23,13 +23,12 @@ import { type Engine, selectStack, type Target } from "./stacks";
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
 import {
-  type Author,
+  attributionOf,
   changedFields,
   type FieldChange,
   type Plain,
   secretFields,
   type DriftedResource,
-  parseAuthorWarnings,
   type Remediation,
   type StackReport,
   stackLabel,
@@ -234,12 +233,19 @@ export class EventLog {
     }
   };
 
-  /** The authors the provider reported for a resource (its URN; a warning without one, by its name). */
-  private authors(urn: string, name: string): Author[] {
-    const own = (this.warnings.get(urn) ?? []).flatMap((m) => parseAuthorWarnings(m));
+  /**
+   * The authors the provider reported for a resource, and the fields it could name none for (its
+   * URN; a warning without one, by its name).
+   */
+  private attribution(urn: string, name: string): Pick<DriftedResource, "authors" | "unattributed"> {
+    const own = attributionOf(this.warnings.get(urn) ?? []);
     // The line names its resource; a kind of two words ("HTTPS edge") or a name with spaces included.
-    const unattached = (this.warnings.get("") ?? []).flatMap((m) => parseAuthorWarnings(m, name));
-    return [...own, ...unattached];
+    const unattached = attributionOf(this.warnings.get("") ?? [], name);
+    const unattributed = [...(own.unattributed ?? []), ...(unattached.unattributed ?? [])];
+    return {
+      authors: [...own.authors, ...unattached.authors],
+      ...(unattributed.length > 0 ? { unattributed } : {}),
+    };
   }
 
   /**
@@ -256,14 +262,14 @@ export class EventLog {
       const name = step.urn.split("::").pop() ?? step.urn;
       const deployed = step.old?.inputs ?? {};
       const live = step.new?.inputs ?? {};
-      const authors = this.authors(step.urn, name);
+      const who = this.attribution(step.urn, name);
       out.push({
         urn: step.urn,
         name,
         type: step.type,
         op: step.op === "delete" ? "create" : "update",
-        fields: step.op === "delete" ? [] : fieldsOf(step, deployed, live, authors),
-        authors,
+        fields: step.op === "delete" ? [] : fieldsOf(step, deployed, live, who),
+        ...who,
       });
     }
     return out;
@@ -283,14 +289,14 @@ export class EventLog {
       const name = step.urn.split("::").pop() ?? step.urn;
       const live = step.old?.inputs ?? {};
       const declared = step.new?.inputs ?? {};
-      const authors = this.authors(step.urn, name);
+      const who = this.attribution(step.urn, name);
       out.push({
         urn: step.urn,
         name,
         type: step.type,
         op: step.op,
-        fields: step.old && step.new ? fieldsOf(step, declared, live, authors) : [],
-        authors,
+        fields: step.old && step.new ? fieldsOf(step, declared, live, who) : [],
+        ...who,
       });
     }
     return out;
@@ -306,13 +312,13 @@ function fieldsOf(
   step: StepEventMetadata,
   from: Plain,
   to: Plain,
-  authors: readonly Author[],
+  who: Pick<DriftedResource, "authors" | "unattributed">,
 ): FieldChange[] {
   const keys = step.detailedDiff
     ? Object.keys(step.detailedDiff).map((p) => p.split(/[.[]/)[0]!)
     : step.diffs;
   const fields = changedFields(from, to, keys);
-  return fields.length > 0 ? fields : secretFields(from, to, authors);
+  return fields.length > 0 ? fields : secretFields(from, to, [...who.authors, ...(who.unattributed ?? [])]);
 }
 
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
