@@ -18,7 +18,7 @@ import { UsageError, withoutColours } from "../../sdk/cli/command";
 import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../identity";
 import { CannotJudge, judgeStackFast } from "./fast";
-import { type Engine, selectStack, type Target } from "./stacks";
+import { type Engine, readStack, selectStack, type StackRead, type Target } from "./stacks";
 
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
@@ -332,11 +332,33 @@ const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 export const CHECK_PATHS = ["fast", "refresh", "engine"] as const;
 export type CheckPath = (typeof CHECK_PATHS)[number];
 
-/** The drift check of one stack by `path`; never throws. */
+/** Reads a stack's state and config (readStack); one read per stack until it is forgotten. */
+export interface StackReads {
+  (target: Target): Promise<StackRead>;
+  /** After a run that may have changed the stack's state (a remediation). */
+  forget(target: Target): void;
+}
+
+export function stackReads(engine: Engine): StackReads {
+  const reads = new Map<string, Promise<StackRead>>();
+  const key = (t: Target) => `${resolve(t.dir)}\0${t.stack}`;
+  const read = (target: Target) => {
+    let got = reads.get(key(target));
+    if (!got) {
+      got = readStack(target, engine);
+      reads.set(key(target), got);
+    }
+    return got;
+  };
+  return Object.assign(read, { forget: (target: Target) => void reads.delete(key(target)) });
+}
+
+/** The drift check of one stack by `path`; never throws. `reads`: where the fast path reads the stack. */
 export async function checkStack(
   target: Target,
   engine: Engine,
   path: CheckPath = "engine",
+  reads?: StackReads,
 ): Promise<StackReport> {
   const started = Date.now();
   const log = new EventLog();
@@ -350,7 +372,7 @@ export async function checkStack(
     let changes: boolean;
     if (path === "fast") {
       // Not selected: the fast path names the stack in each command (see readStack).
-      const fast = await judgeStackFast(target, engine);
+      const fast = await judgeStackFast(target, engine, reads ? await reads(target) : undefined);
       if (fast instanceof CannotJudge) {
         [judged, fallback] = ["engine", fast.reason];
         ({ resources, changes } = await byPreview(await selectStack(target, engine), log));
@@ -426,11 +448,12 @@ export async function checkAll(
   parallel: number,
   engine: Engine,
   path: CheckPath = "engine",
+  reads?: StackReads,
 ): Promise<StackReport[]> {
   let done = 0;
   return pool(targets, parallel, async (t) => {
     engine.progress(`checking ${stackLabel(t)}`);
-    const r = await checkStack(t, engine, path);
+    const r = await checkStack(t, engine, path, reads);
     done++;
     const what =
       r.verdict === "drifted"
