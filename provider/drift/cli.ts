@@ -166,7 +166,7 @@ async function drift(argv: string[]): Promise<number> {
   if (values.remediate && drifted.length > 0) await remediate(drifted, parallel, engine, values.yes, reads);
   if (values.unmanaged) {
     progress("listing the objects no checked stack holds");
-    report.unmanaged = await findUnmanaged(targets, failures, reads, engine);
+    report.unmanaged = await findUnmanaged(targets, failures, reads, engine, parallel);
   }
 
   process.stdout.write(render(format, report));

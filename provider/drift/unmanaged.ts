@@ -19,6 +19,7 @@ import { type Fleet, type FleetObject, fleetObjects } from "../export/fleet";
 import { readFleet } from "../export/read";
 import type { StackReport, Unmanaged, UnmanagedObject, UnmanagedService } from "./report";
 import { stackLabel } from "./report";
+import { pool } from "./run";
 import {
   type HeldResource,
   heldKey,
@@ -86,15 +87,16 @@ function serviceName(settings: ProviderSettings): string {
 }
 
 /**
- * Reads the checked stacks' states (`read`: a stack already read, else undefined) and the
- * services they deploy to, and says what on those services none of them holds. `unlisted`: the
- * directories whose stacks could not be listed (their stacks may hold objects too).
+ * Reads the checked stacks' states (with `read`, which keeps what the fast path read), `parallel`
+ * at a time, and the services they deploy to, and says what on those services none of them
+ * holds. `unlisted`: the directories whose stacks could not be listed (they may hold objects too).
  */
 export async function findUnmanaged(
   targets: readonly Target[],
   unlisted: readonly StackReport[],
   read: (target: Target) => Promise<StackRead>,
   engine: Engine,
+  parallel: number,
 ): Promise<Unmanaged> {
   const held = new Set<string>();
   const services = new Map<string, ProviderSettings>();
@@ -108,17 +110,21 @@ export async function findUnmanaged(
     const name = serviceName(settings);
     if (!services.has(name)) services.set(name, settings);
   };
-  for (const target of targets) {
+  // Read side by side (each read is a few CLI calls), then taken in the targets' order.
+  const reads = await pool(targets, parallel, (target) =>
+    read(target).then(
+      (stack) => ({ target, stack }),
+      (e: unknown) => ({ target, error: errorMessage(e) }),
+    ),
+  );
+  for (const got of reads) {
+    const { target } = got;
     const label = stackLabel(target);
-    let stack: StackRead;
-    try {
-      stack = await read(target);
-    } catch (e) {
-      caveats.push(
-        `${label}: its state could not be read (${errorMessage(e)}): objects it holds are listed too`,
-      );
+    if ("error" in got) {
+      caveats.push(`${label}: its state could not be read (${got.error}): objects it holds are listed too`);
       continue;
     }
+    const { stack } = got;
     const { resources, pending } = stateOf(stack.exported);
     if (pending)
       caveats.push(
