@@ -66,7 +66,9 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           on an address other than loopback, the log warns that keys cross the network in clear)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
-         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
+         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status;
+          an https:// URL trusts the system's CAs and EDGE_CA_CERTIFICATE, and presents
+          EDGE_CLIENT_CERTIFICATE with EDGE_CLIENT_KEY: PEM text or a file's path each)
        edge-service migrate --from DIR --to postgres://...
          (copies a SQLite data directory, its audit trail included, into an empty PostgreSQL
           database, in one transaction; sealed secrets are copied as they are: give the key with
@@ -330,7 +332,23 @@ async function request(
 ) {
   if (!path.startsWith("/")) throw new Error(`PATH must start with "/", got ${path}`);
   const transport = opts.url
-    ? httpTransport({ baseUrl: opts.url, apiKey: opts.apiKey, retries: 2 })
+    ? httpTransport({
+        baseUrl: opts.url,
+        apiKey: opts.apiKey,
+        retries: 2,
+        // The environment of pulumi-edge's settings: a private CA, a client certificate.
+        tls: {
+          caCertificate: process.env.EDGE_CA_CERTIFICATE || undefined,
+          clientCertificate: process.env.EDGE_CLIENT_CERTIFICATE || undefined,
+          clientKey: process.env.EDGE_CLIENT_KEY || undefined,
+        },
+        settingNames: {
+          baseUrl: "--url",
+          caCertificate: "EDGE_CA_CERTIFICATE",
+          clientCertificate: "EDGE_CLIENT_CERTIFICATE",
+          clientKey: "EDGE_CLIENT_KEY",
+        },
+      })
     : embeddedTransport({ dataDir: opts.data, secretsKeyFile: opts.secretsKeyFile });
   const response = await transport.send(
     new Request(transport.baseUrl + path, {
