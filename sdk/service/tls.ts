@@ -32,8 +32,8 @@ export interface TlsFiles {
   keyFile: string;
   /**
    * The CAs that sign the clients' certificates: set, every request but the probes (`/healthz`,
-   * `/readyz`, `/openapi.json`) must come over a connection with a certificate one of them
-   * signed (mutual TLS), else it is refused with a 401 that says so.
+   * `/readyz`) must come over a connection with a certificate one of them signed (mutual TLS),
+   * else it is refused with a 401 that says so.
    */
   clientCaFile?: string;
 }

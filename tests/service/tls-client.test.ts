@@ -12,7 +12,7 @@
  * - `edge-service request --url https://...` with EDGE_CA_CERTIFICATE.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import * as http from "node:http";
 import * as https from "node:https";
 import type { AddressInfo } from "node:net";
@@ -22,7 +22,7 @@ import { configKeysRead, edgeClient, settingsFor } from "../../provider/config";
 import { EdgeApiError, EdgeClient } from "../../sdk/client";
 import { type RunningServer, startServer } from "../../sdk/service/server";
 import { httpTransport, type RetryNotice } from "../../sdk/transport";
-import { CLI, ensureBuilt } from "../support/edge-service";
+import { CLI, ensureBuilt, ROOT } from "../support/edge-service";
 import { scaled } from "../support/machine";
 import { type Issued, makePki, type Pki } from "../support/pki";
 
@@ -264,6 +264,52 @@ describe("the provider's settings", () => {
   });
 });
 
+/** `node <script> ARGS` with `env`, asynchronously (the server it calls may be in this process). */
+function run(script: string, args: string[], env: Record<string, string>, cwd?: string) {
+  return new Promise<{ status: number | null; out: string }>((resolve) => {
+    const child = spawn(process.execPath, [script, ...args], {
+      cwd,
+      env: { ...process.env, EDGE_API_KEY: "", ...env },
+      timeout: scaled(60_000),
+    });
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
+    child.on("close", (status) => resolve({ status, out }));
+  });
+}
+
+test("pulumi-edge export --base-url https://... over mutual TLS, with the environment's settings", async () => {
+  ensureBuilt();
+  const out = mkdtempSync(join(tmpdir(), "edge-export-"));
+  const server = await startServer({
+    dataDir: ":memory:",
+    port: 0,
+    tls: { certFile: pki.server.cert, keyFile: pki.server.key, clientCaFile: pki.ca },
+  });
+  try {
+    const tls = { caCertificate: pki.ca, clientCertificate: client.cert, clientKey: client.key };
+    await new EdgeClient(httpTransport({ baseUrl: server.url, tls })).createHttpsEdge({
+      description: "exported",
+    });
+    const args = ["export", "--base-url", server.url, "--out", out];
+    const exported = await run(join(ROOT, "dist/provider/cli.js"), args, {
+      EDGE_CA_CERTIFICATE: pki.ca,
+      EDGE_CLIENT_CERTIFICATE: client.cert,
+      EDGE_CLIENT_KEY: client.key,
+    });
+    expect(exported.out).toContain("exported 1 HTTPS edge");
+    expect(exported.status).toBe(0);
+    expect(readFileSync(join(out, "edges.yaml"), "utf8")).toContain("description: exported");
+    const refused = await run(join(ROOT, "dist/provider/cli.js"), [...args, "--force"], {});
+    expect(refused.status).not.toBe(0);
+    expect(refused.out).toContain("Set edge:caCertificate (EDGE_CA_CERTIFICATE) to the CA");
+  } finally {
+    await server.close();
+    rmSync(out, { recursive: true, force: true });
+  }
+});
+
 test("edge-service request --url https://... trusts EDGE_CA_CERTIFICATE", async () => {
   ensureBuilt();
   const dir = mkdtempSync(join(tmpdir(), "edge-request-"));
@@ -273,21 +319,11 @@ test("edge-service request --url https://... trusts EDGE_CA_CERTIFICATE", async 
     tls: { certFile: pki.server.cert, keyFile: pki.server.key },
   });
   try {
-    // Run asynchronously: the server answering it is in this process.
-    const run = (env: Record<string, string>) =>
-      new Promise<{ status: number | null; out: string }>((resolve) => {
-        const child = spawn(process.execPath, [CLI, "request", "GET", "/edges/https", "--url", server.url], {
-          env: { ...process.env, EDGE_API_KEY: "", ...env },
-          timeout: scaled(60_000),
-        });
-        let out = "";
-        child.stdout?.on("data", (d: Buffer) => (out += d.toString()));
-        child.stderr?.on("data", (d: Buffer) => (out += d.toString()));
-        child.on("close", (status) => resolve({ status, out }));
-      });
-    const trusted = await run({ EDGE_CA_CERTIFICATE: pki.ca });
+    const request = (env: Record<string, string>) =>
+      run(CLI, ["request", "GET", "/edges/https", "--url", server.url], env);
+    const trusted = await request({ EDGE_CA_CERTIFICATE: pki.ca });
     expect(trusted).toEqual({ status: 0, out: expect.stringContaining('"https_edges": []') });
-    const untrusted = await run({});
+    const untrusted = await request({});
     expect(untrusted.status).toBe(1);
     expect(untrusted.out).toContain(
       "Set EDGE_CA_CERTIFICATE to the CA that signed the service's certificate",
