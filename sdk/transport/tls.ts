@@ -5,6 +5,8 @@
  * fixes it. A certificate the client cannot accept is never worth a retry: the next attempt
  * meets the same certificate.
  */
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import { errorField } from "../contract/errors";
 import { certificatesOf, checkKeyMatches, isPemText, PemError, privateKeyOf, readPemFile } from "../pem";
@@ -80,20 +82,33 @@ function material(settings: ClientTlsSettings, names: ClientTlsNames): ClientTls
 }
 
 /**
- * The CAs a connection trusts when the user gave some: Node.js's defaults (its bundled Mozilla
- * list, NODE_EXTRA_CA_CERTS) and the operating system's store, then the given ones. Giving `ca`
- * to a connection replaces the defaults, hence the list. Without `getCACertificates` (Node.js
- * before 22.15) the system's store is not readable: the bundled list stands for it.
+ * The CAs a connection trusts: Node.js's defaults (its bundled Mozilla list, NODE_EXTRA_CA_CERTS)
+ * and the operating system's store, then the given ones. Giving `ca` to a connection replaces
+ * the defaults, hence the list. Before Node.js 22.15 (no `getCACertificates`) the system's store
+ * cannot be read: without CAs given, Node.js's own defaults serve (undefined); with some, its
+ * bundled list and NODE_EXTRA_CA_CERTS stand beside them.
  */
 function trusted(given: readonly string[]): string[] | undefined {
   const get: unknown = Reflect.get(tls, "getCACertificates");
-  const defaults = (kind: string): string[] => {
-    if (typeof get !== "function") return kind === "default" ? [...tls.rootCertificates] : [];
-    const list: unknown = Reflect.apply(get, tls, [kind]);
-    return Array.isArray(list) ? list.filter((c): c is string => typeof c === "string") : [];
+  if (typeof get !== "function") {
+    if (given.length === 0) return undefined;
+    return [...tls.rootCertificates, ...extraCas(), ...given];
+  }
+  const list = (kind: string): string[] => {
+    const certs: unknown = Reflect.apply(get, tls, [kind]);
+    return Array.isArray(certs) ? certs.filter((c): c is string => typeof c === "string") : [];
   };
-  if (given.length === 0 && typeof get !== "function") return undefined; // Node.js's own defaults
-  return [...new Set([...defaults("default"), ...defaults("system"), ...given])];
+  return [...new Set([...list("default"), ...list("system"), ...given])];
+}
+
+/** NODE_EXTRA_CA_CERTS's text (a file of PEM certificates), as Node.js reads it at start: unreadable, none. */
+function extraCas(): string[] {
+  const file = process.env.NODE_EXTRA_CA_CERTS;
+  try {
+    return file ? [readFileSync(file, "utf8")] : [];
+  } catch {
+    return []; // Node.js said so at start
+  }
 }
 
 /** What the HTTP transport sends: one attempt of a request. */
@@ -132,7 +147,7 @@ export function fetchFor(baseUrl: string, settings: ClientTlsSettings, names: Cl
   }
   const m = material(settings, names);
   const connect = { ca: trusted(m.ca), cert: m.cert, key: m.key };
-  const id = JSON.stringify(connect);
+  const id = createHash("sha256").update(JSON.stringify(connect)).digest("hex");
   return async (target, attempt) => {
     let send = fetches.get(id);
     if (!send) {

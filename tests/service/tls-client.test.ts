@@ -78,6 +78,27 @@ describe("the HTTP transport over https://", () => {
     }
   });
 
+  test("a CA given is trusted beside the defaults, not instead of them (NODE_EXTRA_CA_CERTS kept)", async () => {
+    ensureBuilt();
+    const ours = await bareServer(pki.server);
+    const theirs = await bareServer(pki.issue("other-server", { foreign: true }));
+    try {
+      // In a child: Node.js reads NODE_EXTRA_CA_CERTS when it starts.
+      const script = `
+        const { httpTransport } = require(${JSON.stringify(join(ROOT, "dist/sdk/transport"))});
+        (async () => {
+          for (const url of process.argv.slice(1)) {
+            const t = httpTransport({ baseUrl: url, retries: 0, tls: { caCertificate: ${JSON.stringify(pki.ca)} } });
+            console.log((await t.send(new Request(url + "/x"))).status);
+          }
+        })().catch((e) => { console.log(e.message); process.exit(1); });`;
+      const child = await run("-e", [script, ours.url, theirs.url], { NODE_EXTRA_CA_CERTS: pki.otherCa });
+      expect(child).toEqual({ status: 0, out: "200\n200\n" });
+    } finally {
+      await Promise.all([ours.close(), theirs.close()]);
+    }
+  });
+
   const failures: Array<[string, () => Issued | undefined, string | undefined, RegExp]> = [
     [
       "an untrusted certificate",
