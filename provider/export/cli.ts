@@ -31,8 +31,10 @@ export const EXPORT_USAGE = `usage: pulumi-edge export [--edge ID]... [--descrip
          --secrets-dir DIR       also write each secret's value to DIR/<config key> (mode 0600), to
                                  set it with \`pulumi config set --secret <key> < DIR/<key>\`;
                                  without it no secret value is written anywhere
-         --base-url URL          a running edge service (default EDGE_API_URL; key: EDGE_API_KEY);
-                                 without one, the embedded service's data directory
+         --base-url URL          a running edge service (default EDGE_API_URL; key: EDGE_API_KEY;
+                                 https://: EDGE_CA_CERTIFICATE for a private CA, EDGE_CLIENT_CERTIFICATE
+                                 and EDGE_CLIENT_KEY for mutual TLS); without one, the embedded
+                                 service's data directory
          --data-dir DIR          that data directory (default EDGE_DATA_DIR, else ./.edge-service)`;
 
 function regex(value: string | undefined, flag: string): RegExp | undefined {

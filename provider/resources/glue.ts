@@ -83,22 +83,31 @@ let configChecked = false;
 
 /**
  * The engine saves the whole stack config as the dynamic provider's inputs in the state, a value
- * typed without `--secret` in plaintext: a plaintext `edge:apiKey` stops the program before any
- * resource is registered, so it never lands there.
+ * typed without `--secret` in plaintext: a plaintext `edge:apiKey`, or a plaintext `edge:clientKey`
+ * holding the key itself (a file's path is no secret), stops the program before any resource is
+ * registered, so it never lands there.
  */
-function refusePlaintextApiKey(): void {
+function refusePlaintextCredentials(): void {
   if (configChecked) return;
   configChecked = true;
   // The SDK's own test (marked internal in its typings; present since 3.x).
   const isConfigSecret: unknown = Reflect.get(pulumi.runtime, "isConfigSecret");
   if (typeof isConfigSecret !== "function") return;
-  if (
-    pulumi.runtime.getConfig("edge:apiKey") &&
-    Reflect.apply(isConfigSecret, undefined, ["edge:apiKey"]) !== true
-  ) {
+  const plaintext = (key: string) => Reflect.apply(isConfigSecret, undefined, [key]) !== true;
+  if (pulumi.runtime.getConfig("edge:apiKey") && plaintext("edge:apiKey")) {
     throw new pulumi.RunError(
       "edge:apiKey is set in plaintext, and the engine would save it in the state as it is. " +
         "Set it as a secret: pulumi config set --secret edge:apiKey <key> (or give it in EDGE_API_KEY).",
+    );
+  }
+  if (
+    pulumi.runtime.getConfig("edge:clientKey")?.includes("PRIVATE KEY-----") &&
+    plaintext("edge:clientKey")
+  ) {
+    throw new pulumi.RunError(
+      "edge:clientKey holds a private key in plaintext, and the engine would save it in the state as it is. " +
+        'Set it as a secret (pulumi config set --secret edge:clientKey -- "$(cat client.key)"), ' +
+        "give the key file's path instead, or give it in EDGE_CLIENT_KEY.",
     );
   }
 }
@@ -111,7 +120,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
-    refusePlaintextApiKey();
+    refusePlaintextCredentials();
     const token = `pulumi-nodejs:dynamic/edge:${type}`;
     super(
       token,

@@ -143,6 +143,17 @@ const BODY_ERRORS = [413, 415] as const;
 /** The body of a health or readiness answer: nothing beyond "ok" (no version, no database, no counts). */
 export const healthSchema = z.object({ status: z.literal("ok") });
 
+/** The body of a readiness answer: "ok", and what the operator should look at while it stays ready. */
+export const readySchema = healthSchema.extend({
+  detail: z
+    .string()
+    .optional()
+    .describe(
+      "Present while the service is ready but something needs its operator: the TLS certificate files could not be reloaded (the certificate loaded before is still served). The reason is in the service's log.",
+    ),
+});
+export type ReadyBody = z.infer<typeof readySchema>;
+
 /** The media type of Prometheus' text exposition format (what `GET /metrics` answers). */
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -410,7 +421,7 @@ export const OPERATIONS = {
         "Readiness: the database is reachable, holds the schema this service expects, takes writes, and this server holds the secrets keys its values are sealed under (503 otherwise, for as long as requests would fail; the reason is in the service's log)",
       tag: "Meta",
       public: true,
-      success: { status: 200, schema: healthSchema, ref: "Health", description: "Ready to serve requests." },
+      success: { status: 200, schema: readySchema, ref: "Ready", description: "Ready to serve requests." },
       errors: [503],
     }),
     metrics: op({

@@ -1,5 +1,6 @@
 /** The standalone server: the same app on a socket, with a graceful stop that always ends. */
 import { Server as HttpServer, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import { Server as NetServer, type Socket } from "node:net";
 import { serve } from "@hono/node-server";
 import { apiKeysOf } from "./api-keys";
@@ -9,6 +10,7 @@ import type { Store } from "./store";
 import { Secrets, type SecretsKey, UNSEALED_WARNING } from "./secrets";
 import { openStore } from "./store-open";
 import { Presence } from "./presence";
+import { ServedTls, type TlsFiles, type TlsReload } from "./tls";
 
 export interface ServerOptions {
   /** Data directory (created if missing), or ":memory:": the SQLite store. */
@@ -17,7 +19,10 @@ export interface ServerOptions {
   databaseUrl?: string;
   /** PostgreSQL: connections of this replica's pool (default 10). */
   poolSize?: number;
-  /** Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one in force). */
+  /**
+   * Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one
+   * in force); without `tls` the server warns that keys and secrets cross the network in clear.
+   */
   host?: string;
   /** Default 8080; 0 picks a free port. */
   port?: number;
@@ -60,6 +65,11 @@ export interface ServerOptions {
   drainMs?: number;
   /** How often the server records in the store that it is alive (see ./presence); default HEARTBEAT_MS. */
   heartbeatMs?: number;
+  /**
+   * Serve HTTPS with these PEM files (see ./tls): checked before the store is opened (a file that
+   * cannot be served fails the start, naming it), then watched and loaded again when they change.
+   */
+  tls?: TlsFiles;
 }
 
 /** The default of `shutdownGraceMs`: well within an orchestrator's usual 30-s grace. */
@@ -94,6 +104,7 @@ export interface StopReport {
 }
 
 export interface RunningServer {
+  /** `https://...` with `tls`, else `http://...`. */
   url: string;
   port: number;
   store: Store;
@@ -106,6 +117,13 @@ export interface RunningServer {
    * also during a stop already begun (a second signal). Every call returns the same stop.
    */
   close(opts?: { now?: boolean }): Promise<StopReport>;
+  /**
+   * Loads the TLS files again (`serve` on SIGHUP; a change of a file does it by itself): new
+   * handshakes get the new certificate, open connections keep theirs. Files that cannot be served
+   * leave the certificate in use serving (`failed`, told in the log and in `/readyz`). Undefined
+   * without TLS.
+   */
+  reloadTls?: (why: string) => TlsReload;
 }
 
 function isLoopback(host: string): boolean {
@@ -115,6 +133,8 @@ function isLoopback(host: string): boolean {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
+  // Before the store: files that cannot be served fail the start, having touched nothing.
+  const tls = opts.tls && new ServedTls(opts.tls, log && ((level, line) => log.event(level, line)));
   const secrets = new Secrets(opts.secretsKey);
   const store = await openStore({
     dataDir: opts.dataDir,
@@ -131,6 +151,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     );
   }
   if (secrets.keys.length === 0) log?.event("warn", UNSEALED_WARNING);
+  if (!tls && !isLoopback(host)) log?.event("warn", plainHttpWarning(host));
   let stopping = false;
   const app = createEdgeApp({
     store,
@@ -145,14 +166,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // A stopping server is not ready: a balancer whose checks reuse a connection (one the drain
     // keeps open) learns it from the check too, not only from a refused connection.
     hostNotReady: () => (stopping ? "the server is stopping" : undefined),
+    readyDetail: tls && (() => tls.detail()),
+    clientCertificates: tls?.clientCertificates,
   });
   const handlers = new RunningHandlers();
-  const { server, url, port } = await listen(handlers.counting(app.fetch), host, opts.port ?? 8080).catch(
-    async (e: unknown) => {
-      await store.close();
-      throw e;
-    },
-  );
+  const { server, url, port } = await listen(
+    handlers.counting(app.fetch),
+    host,
+    opts.port ?? 8080,
+    tls,
+  ).catch(async (e: unknown) => {
+    await store.close();
+    throw e;
+  });
   // Recorded alive, with its keys, before it is said to run: `secrets rotate` counts it from now.
   const presence = await Presence.start(store, {
     url,
@@ -164,6 +190,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   const stop = async (): Promise<StopReport> => {
     stopping = true;
+    tls?.stop();
     const { cut, ending } = await connections.close(
       opts.drainMs ?? 0,
       opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
@@ -185,7 +212,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (closeOpts?.now) connections.cutNow("now");
       return stopped;
     },
+    reloadTls: tls && ((why) => tls.reload(why)),
   };
+}
+
+/** What a server on a non-loopback address without TLS says at start. */
+function plainHttpWarning(host: string): string {
+  return `serving plain HTTP on ${host}: API keys and the secrets of route bodies (OAuth and OIDC client secrets, webhook secrets) cross the network in clear, readable by anyone on the path. Give a certificate (--tls-cert and --tls-key, or EDGE_TLS_CERT and EDGE_TLS_KEY), or listen on 127.0.0.1 behind a TLS-terminating proxy on this machine`;
 }
 
 type Fetch = (request: Request, env: unknown) => Response | Promise<Response>;
@@ -228,15 +261,25 @@ class RunningHandlers {
   }
 }
 
-/** `fetch` served on host:port; the URL it is reached at. */
+/** node:https's server (whose type parameters `instanceof` alone would leave as `any`). */
+const isHttps = (s: unknown): s is HttpsServer => s instanceof HttpsServer;
+
+/** `fetch` served on host:port, over TLS with `tls`; the URL it is reached at. */
 async function listen(
   fetch: Fetch,
   host: string,
   port: number,
+  tls: ServedTls | undefined,
 ): Promise<{ server: HttpServer; url: string; port: number }> {
+  const options = tls
+    ? { createServer: createHttpsServer, serverOptions: tls.serverOptions() }
+    : { createServer: undefined };
   const server = await new Promise<HttpServer>((resolve, reject) => {
-    const s = serve({ fetch, hostname: host, port }, () => {
-      if (s instanceof HttpServer) resolve(s);
+    const s = serve({ fetch, hostname: host, port, ...options }, () => {
+      if (isHttps(s)) {
+        tls?.start(s);
+        resolve(s);
+      } else if (s instanceof HttpServer) resolve(s);
       else reject(new Error("@hono/node-server gave no node:http server: the stop needs one"));
     });
     s.once("error", reject);
@@ -252,7 +295,7 @@ async function listen(
     throw new Error(`the server listens on ${address}, not a TCP port`);
   }
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-  return { server, url: `http://${urlHost}:${address.port}`, port: address.port };
+  return { server, url: `${tls ? "https" : "http"}://${urlHost}:${address.port}`, port: address.port };
 }
 
 /** The server's connections, for a stop that lets requests finish, then cuts what is left. */
