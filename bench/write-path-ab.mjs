@@ -4,16 +4,20 @@
 // HTTP load, the builds taking turns in rounds, so that a release slower than the last is seen
 // before it ships. After `npm run build`:
 //
-//   node bench/write-path-ab.mjs [--against 0.1.0] [--store postgres|sqlite|both] [--rounds 3]
-//        [--seconds 15] [--workers 8] [--phases post,patch,mixed] [--also DIR[,DIR]]
+//   node bench/write-path-ab.mjs [--against 0.1.0|none] [--store postgres|sqlite|both] [--rounds 3]
+//        [--seconds 15] [--workers 8] [--phases post,patch,mixed] [--also DIR[,DIR]] [--tls]
 //        [--warmup 3] [--sealed] [--no-key] [--profile] [--out FILE]
 //   (npm run bench:ab -- ARGS builds this tree first)
 //
 // --against: a version recorded in releases.json (default: the newest there), built from git
 //   history into ~/.cache/pulumi-edge/releases/<commit> by scripts/built-release.js (the upgrade
 //   test's builder: the first run takes minutes, later ones nothing).
+//   `none`: no release; the first build of the rotation is then the one the others are held to.
 // --also: more built checkouts (a directory holding dist/, e.g. the tree before a change) in the
 //   same rotation, each named by its directory.
+// --tls: this tree a second time, `tree+tls`, serving HTTPS (a certificate for 127.0.0.1 made
+//   with openssl in bench/tmp) to a keep-alive HTTPS client trusting it: the cost of TLS on the
+//   write path, side by side with plain HTTP (`--against none --tls`: tree, then tree+tls).
 // Phases, each `--seconds` long, every build in turn within a round (the order reversed every
 //   other round: A B, B A, ...), `--workers` concurrent keep-alive connections:
 //   post   route creates, each with its own Idempotency-Key and match (the provider's creates);
@@ -32,9 +36,10 @@
 // --profile: every server runs with `node --cpu-prof` (profiles in bench/tmp/write-path-ab/).
 // Results: a table on stdout and bench/tmp/write-path-ab.json (or --out). BENCHMARKS.md, issue 36.
 import { Buffer } from "node:buffer";
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+import https from "node:https";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
@@ -65,6 +70,7 @@ const { values: opts } = parseArgs({
     sealed: { type: "boolean", default: false },
     "no-key": { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
+    tls: { type: "boolean", default: false },
     out: { type: "string" },
   },
 });
@@ -81,9 +87,11 @@ const SECRETS_KEY = opts.sealed ? Buffer.alloc(32, 36).toString("base64") : unde
 
 /** The builds in the rotation: the release, this tree, and any --also checkouts. */
 function builds() {
-  const release = built.releaseNamed(opts.against);
-  const dir = built.builtRelease(release, (m) => log(`building ${m}`));
-  const out = [{ label: release.version, dir }];
+  const out = [];
+  if (opts.against !== "none") {
+    const release = built.releaseNamed(opts.against);
+    out.push({ label: release.version, dir: built.builtRelease(release, (m) => log(`building ${m}`)) });
+  }
   for (const d of opts.also ? opts.also.split(",") : []) {
     const full = path.resolve(d);
     if (!fs.existsSync(path.join(full, "dist/sdk/cli/edge-service.js")))
@@ -93,7 +101,25 @@ function builds() {
   if (!fs.existsSync(path.join(ROOT, "dist/sdk/cli/edge-service.js")))
     throw new Error("this tree is not built: npm run build");
   out.push({ label: "tree", dir: ROOT });
+  if (opts.tls) out.push({ label: "tree+tls", dir: ROOT, tls: serverCertificate() });
   return out;
+}
+
+/** A certificate and key for 127.0.0.1 (self-signed, 2 days), made once per run with openssl. */
+function serverCertificate() {
+  const dir = path.join(OUT_DIR, "tls");
+  fs.mkdirSync(dir, { recursive: true });
+  const files = { cert: path.join(dir, "cert.pem"), key: path.join(dir, "key.pem") };
+  const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"];
+  execFileSync(
+    "openssl",
+    [...args, "-keyout", files.key, "-out", files.cert, "-subj", "/CN=bench", "-days", "2"].concat([
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+    ]),
+    { stdio: "pipe" },
+  );
+  return { ...files, ca: fs.readFileSync(files.cert, "utf8") };
 }
 
 /** CPU seconds of a process (user + system; with `children`, also of its waited-for children). */
@@ -134,6 +160,7 @@ async function serve(build, store, cluster) {
       "--port",
       String(port),
       ...storeArgs,
+      ...(build.tls ? ["--tls-cert", build.tls.cert, "--tls-key", build.tls.key] : []),
     ],
     {
       cwd: build.dir,
@@ -166,7 +193,7 @@ async function serve(build, store, cluster) {
     ...build,
     databaseUrl: storeArgs[0] === "--database" ? storeArgs[1] : undefined,
     pid: child.pid,
-    url: `http://127.0.0.1:${port}`,
+    url: `${build.tls ? "https" : "http"}://127.0.0.1:${port}`,
     async stop() {
       child.kill("SIGTERM");
       const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
@@ -184,16 +211,19 @@ async function analyze(url) {
   await db.end();
 }
 
-/** One keep-alive HTTP client per server: `WORKERS` sockets, requests with the API key. */
-function client(url) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: WORKERS });
+/** One keep-alive HTTP(S) client per server: `WORKERS` sockets, requests with the API key. */
+function client(url, tls) {
+  const agent = tls
+    ? new https.Agent({ keepAlive: true, maxSockets: WORKERS, ca: tls.ca })
+    : new http.Agent({ keepAlive: true, maxSockets: WORKERS });
+  const { request: send } = tls ? https : http;
   const { hostname, port } = new URL(url);
   const counts = { requests: 0 };
   const request = (method, p, body, headers = {}) =>
     new Promise((resolve, reject) => {
       counts.requests++;
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = http.request(
+      const req = send(
         {
           agent,
           hostname,
@@ -226,7 +256,7 @@ function client(url) {
 
 /** What one server keeps between phases: its edge, the routes it made, counters for unique bodies. */
 function target(server) {
-  return { server, http: client(server.url), edgeId: undefined, routes: [], made: 0, patched: 0 };
+  return { server, http: client(server.url, server.tls), edgeId: undefined, routes: [], made: 0, patched: 0 };
 }
 
 const createRoute = async (t, tag) => {
@@ -294,10 +324,12 @@ async function measure(t, phase, seconds, tag, cluster) {
   if (phase === "patch" && t.routes.length < 1000) await seed(t, 1000 - t.routes.length, tag);
   const load0 = os.loadavg()[0];
   const cpu0 = { server: cpuOf(t.server.pid), db: cluster ? clusterCpu(cluster) : 0 };
+  const client0 = process.cpuUsage();
   const t0 = performance.now();
   const lat = await drive(t, phase, seconds, tag);
   const wall = (performance.now() - t0) / 1000;
   const cpu = { server: cpuOf(t.server.pid) - cpu0.server, db: cluster ? clusterCpu(cluster) - cpu0.db : 0 };
+  const client = process.cpuUsage(client0);
   const requests = lat.POST.length + lat.GET.length + lat.PATCH.length;
   const per = (s) => round((s * 1e6) / requests, 0);
   const verbs = {};
@@ -315,6 +347,8 @@ async function measure(t, phase, seconds, tag, cluster) {
     perSecond: round(requests / wall, 0),
     verbs,
     cpuMicrosPerRequest: { server: per(cpu.server), db: per(cpu.db), total: per(cpu.server + cpu.db) },
+    // The load generator's own (this process): on a shared machine, what it spends the server lacks.
+    clientCpuMicrosPerRequest: round((client.user + client.system) / requests, 0),
     load: [round(load0, 2), round(os.loadavg()[0], 2)],
   };
 }
@@ -329,7 +363,7 @@ async function runStore(store, list) {
     for (const t of targets) {
       const edge = await t.http.request("POST", "/edges/https", {
         description: "write-path-ab",
-        hostports: [`ab-${t.server.label}.example.com:443`],
+        hostports: [`ab-${t.server.label.replace(/[^a-z0-9-]/gi, "-")}.example.com:443`],
       });
       t.edgeId = edge.id;
       // Warm-up (JIT, the pool's connections, prepared statements, some routes); not measured.
@@ -390,6 +424,7 @@ function summarize(rounds, labels) {
       out[phase][label] = {
         perSecond: median(ms.map((m) => m.perSecond)),
         requestsSum: ms.reduce((s, m) => s + m.requests, 0),
+        clientCpuMicrosPerRequest: median(ms.map((m) => m.clientCpuMicrosPerRequest)),
         cpuMicrosPerRequest: {
           server: median(ms.map((m) => m.cpuMicrosPerRequest.server)),
           db: median(ms.map((m) => m.cpuMicrosPerRequest.db)),
@@ -424,8 +459,8 @@ function summarize(rounds, labels) {
 function table(store, summary, labels) {
   const lines = [
     `${store}: medians of ${ROUNDS} rounds × ${SECONDS} s, ${WORKERS} workers (vs ${labels[0]}: the median of the rounds' ratios)`,
-    "| phase | build | req/s | CPU µs/req (server + db) | req/s vs release | CPU/req vs release |",
-    "|---|---|---|---|---|---|",
+    `| phase | build | req/s | CPU µs/req (server + db) | client CPU µs/req | req/s vs ${labels[0]} | CPU/req vs ${labels[0]} |`,
+    "|---|---|---|---|---|---|---|",
   ];
   for (const phase of PHASES) {
     for (const label of labels) {
@@ -438,7 +473,7 @@ function table(store, summary, labels) {
               .join(", ")})`
           : "";
       lines.push(
-        `| ${phase} | ${label} | ${s.perSecond}${verbs} | ${c.total} (${c.server} + ${c.db}) | ` +
+        `| ${phase} | ${label} | ${s.perSecond}${verbs} | ${c.total} (${c.server} + ${c.db}) | ${s.clientCpuMicrosPerRequest} | ` +
           `${s.vsRelease ? `${s.vsRelease.perSecond}×` : ""} | ${s.vsRelease ? `${s.vsRelease.cpuPerRequest}×` : ""} |`,
       );
     }

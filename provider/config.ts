@@ -1,18 +1,22 @@
 /**
  * Provider configuration, read at call time (never captured into the serialized provider or
  * the state): stack config `edge:baseUrl`, `edge:apiKey` (secret), `edge:dataDir`,
- * `edge:requestTimeoutMs`, `edge:requestDeadlineMs`, with the environment as fallback
- * (EDGE_API_URL, EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS, EDGE_REQUEST_DEADLINE_MS).
+ * `edge:requestTimeoutMs`, `edge:requestDeadlineMs`, `edge:caCertificate`,
+ * `edge:clientCertificate`, `edge:clientKey` (secret), with the environment as fallback
+ * (EDGE_API_URL, EDGE_DATA_DIR, EDGE_REQUEST_TIMEOUT_MS, EDGE_REQUEST_DEADLINE_MS,
+ * EDGE_CA_CERTIFICATE).
  *
- * The credential is the exception: `EDGE_API_KEY`, when set, wins over `edge:apiKey`. The
- * environment of the `pulumi` command is always the current one, while the configuration a
- * provider is handed on `refresh` and `destroy` can be the one saved at the last update (the
- * dynamic face's, unless `--run-program`): a CI job that gives its own key by the environment
- * never runs on a key someone else left in the state.
+ * The credentials are the exception: `EDGE_API_KEY`, when set, wins over `edge:apiKey`, and
+ * `EDGE_CLIENT_CERTIFICATE` with `EDGE_CLIENT_KEY` over `edge:clientCertificate` and
+ * `edge:clientKey` (the pair from one place). The environment of the `pulumi` command is always
+ * the current one, while the configuration a provider is handed on `refresh` and `destroy` can be
+ * the one saved at the last update (the dynamic face's, unless `--run-program`): a CI job that
+ * gives its own credentials by the environment never runs on ones someone else left in the state.
  */
 import { resolve } from "node:path";
+import { isPemText } from "../sdk/pem";
 import { EdgeClient } from "../sdk/client";
-import { embeddedTransport, httpTransport } from "../sdk/transport";
+import { type ClientTlsNames, embeddedTransport, httpTransport } from "../sdk/transport";
 
 export interface ProviderSettings {
   /** A running edge service; absent means the embedded in-process service. */
@@ -24,13 +28,18 @@ export interface ProviderSettings {
   requestTimeoutMs?: number;
   /** Bound on one call to `baseUrl`, its retries included, in ms. Default: the transport's (60 s). */
   requestDeadlineMs?: number;
+  /** A CA trusted besides the system's for an https:// `baseUrl`: PEM text, or a file's absolute path. */
+  caCertificate?: string;
+  /** The client certificate presented to the service (mutual TLS): PEM text, or a file's absolute path. */
+  clientCertificate?: string;
+  /** Its private key: PEM text, or a file's absolute path. */
+  clientKey?: string;
 }
 
-interface StackConfig {
+/** A stack's config as the engine hands it to a provider. */
+export interface StackConfig {
   get(key: string): string | undefined;
 }
-
-let stack: Partial<ProviderSettings> = {};
 
 /** The stack config key of each setting. */
 const KEY = {
@@ -39,16 +48,30 @@ const KEY = {
   dataDir: "edge:dataDir",
   requestTimeoutMs: "edge:requestTimeoutMs",
   requestDeadlineMs: "edge:requestDeadlineMs",
+  caCertificate: "edge:caCertificate",
+  clientCertificate: "edge:clientCertificate",
+  clientKey: "edge:clientKey",
 } as const satisfies Record<keyof ProviderSettings, string>;
 
+/** How errors name the settings of a transport to a service: each config key, with its variable. */
+const SETTING_NAMES: ClientTlsNames = {
+  baseUrl: `${KEY.baseUrl} (EDGE_API_URL)`,
+  caCertificate: `${KEY.caCertificate} (EDGE_CA_CERTIFICATE)`,
+  clientCertificate: `${KEY.clientCertificate} (EDGE_CLIENT_CERTIFICATE)`,
+  clientKey: `${KEY.clientKey} (EDGE_CLIENT_KEY)`,
+};
+
 /** The settings a stack's config states (`edge:*` keys), none of the fallbacks. */
-function fromConfig(config: StackConfig): Partial<ProviderSettings> {
+export function stackSettings(config: StackConfig): Partial<ProviderSettings> {
   return {
     baseUrl: config.get(KEY.baseUrl) || undefined,
     apiKey: config.get(KEY.apiKey) || undefined,
     dataDir: config.get(KEY.dataDir) || undefined,
     requestTimeoutMs: timeout(config.get(KEY.requestTimeoutMs), KEY.requestTimeoutMs),
     requestDeadlineMs: timeout(config.get(KEY.requestDeadlineMs), KEY.requestDeadlineMs),
+    caCertificate: config.get(KEY.caCertificate) || undefined,
+    clientCertificate: config.get(KEY.clientCertificate) || undefined,
+    clientKey: config.get(KEY.clientKey) || undefined,
   };
 }
 
@@ -57,16 +80,27 @@ function fromConfig(config: StackConfig): Partial<ProviderSettings> {
  * `EDGE_API_KEY` in the environment wins over `edge:apiKey`, so that key's value is not needed.
  */
 export function configKeysRead(env: NodeJS.ProcessEnv): string[] {
-  const keys: string[] = Object.values(KEY);
-  return apiKeyFromEnv(env) ? keys.filter((k) => k !== KEY.apiKey) : keys;
+  const unread = new Set<string>();
+  if (apiKeyFromEnv(env)) unread.add(KEY.apiKey);
+  if (clientCertificateFromEnv(env)) [KEY.clientCertificate, KEY.clientKey].forEach((k) => unread.add(k));
+  return Object.values(KEY).filter((k) => !unread.has(k));
 }
 
 /** The API key of the environment, which wins over the stack's `edge:apiKey` (CI holds it there). */
 const apiKeyFromEnv = (env: NodeJS.ProcessEnv): string | undefined => env.EDGE_API_KEY || undefined;
 
-/** Called by the engine (through the dynamic provider's `configure`) with the stack's config. */
-export function configureFromStack(config: StackConfig): void {
-  stack = fromConfig(config);
+/**
+ * The client certificate and key of the environment, which win over the stack's as a pair: one
+ * of them set there takes both from there (a missing half is then an error naming it).
+ */
+function clientCertificateFromEnv(
+  env: NodeJS.ProcessEnv,
+): Pick<ProviderSettings, "clientCertificate" | "clientKey"> | undefined {
+  const clientCertificate = env.EDGE_CLIENT_CERTIFICATE || undefined;
+  const clientKey = env.EDGE_CLIENT_KEY || undefined;
+  return clientCertificate === undefined && clientKey === undefined
+    ? undefined
+    : { clientCertificate, clientKey };
 }
 
 function timeout(value: string | undefined, name: string): number | undefined {
@@ -77,8 +111,9 @@ function timeout(value: string | undefined, name: string): number | undefined {
   return ms;
 }
 
-export function currentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
-  return settingsOf(stack, env, process.cwd());
+/** The settings of a command run outside the engine (no stack config): the environment's, in its directory. */
+export function environmentSettings(env: NodeJS.ProcessEnv = process.env): ProviderSettings {
+  return resolveSettings({}, env, process.cwd());
 }
 
 /**
@@ -91,17 +126,25 @@ export function settingsFor(
   env: NodeJS.ProcessEnv,
   programDir: string,
 ): ProviderSettings {
-  return settingsOf(fromConfig(config), env, programDir);
+  return resolveSettings(stackSettings(config), env, programDir);
 }
 
-function settingsOf(
+/** The settings `stack` states, with the environment's fallbacks, in the program directory `programDir`. */
+export function resolveSettings(
   stack: Partial<ProviderSettings>,
   env: NodeJS.ProcessEnv,
   programDir: string,
 ): ProviderSettings {
+  // A file's path is the program's directory's, as the provider (run there) reads it.
+  const pem = (value: string | undefined) =>
+    value === undefined || isPemText(value) ? value : resolve(programDir, value);
+  const client = clientCertificateFromEnv(env) ?? stack;
   return {
     baseUrl: stack.baseUrl ?? (env.EDGE_API_URL || undefined),
     apiKey: apiKeyFromEnv(env) ?? stack.apiKey,
+    caCertificate: pem(stack.caCertificate ?? (env.EDGE_CA_CERTIFICATE || undefined)),
+    clientCertificate: pem(client.clientCertificate),
+    clientKey: pem(client.clientKey),
     // Relative to the program's directory, as the provider (run there) reads it.
     dataDir: resolve(programDir, stack.dataDir ?? (env.EDGE_DATA_DIR || ".edge-service")),
     requestTimeoutMs:
@@ -111,14 +154,20 @@ function settingsOf(
   };
 }
 
+/** Clients by their settings: a cache, which changes nothing but how often a transport is made. */
 const clients = new Map<string, EdgeClient>();
 
-/** The client for the current settings (one per distinct configuration). */
-export function edgeClient(settings: ProviderSettings = currentSettings()): EdgeClient {
+/** The client for `settings` (one per distinct configuration). */
+export function edgeClient(settings: ProviderSettings): EdgeClient {
+  const tls = {
+    caCertificate: settings.caCertificate,
+    clientCertificate: settings.clientCertificate,
+    clientKey: settings.clientKey,
+  };
   const key = JSON.stringify([
     settings.baseUrl,
     settings.apiKey,
-    settings.baseUrl ? [settings.requestTimeoutMs, settings.requestDeadlineMs] : settings.dataDir,
+    settings.baseUrl ? [settings.requestTimeoutMs, settings.requestDeadlineMs, tls] : settings.dataDir,
   ]);
   let client = clients.get(key);
   if (!client) {
@@ -129,6 +178,8 @@ export function edgeClient(settings: ProviderSettings = currentSettings()): Edge
             apiKey: settings.apiKey,
             timeoutMs: settings.requestTimeoutMs,
             deadlineMs: settings.requestDeadlineMs,
+            tls,
+            settingNames: SETTING_NAMES,
             // Creates carry an Idempotency-Key (the resource's identity, else a fresh one): a create
             // whose answer was lost is retried safely.
             idempotencyKeys: true,

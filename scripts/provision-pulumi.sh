@@ -60,6 +60,11 @@ download_release() {
   mkdir -p "$bin"
   cp "$tmp"/pulumi/pulumi "$tmp"/pulumi/pulumi-language-nodejs \
     "$tmp"/pulumi/pulumi-language-python "$tmp"/pulumi/pulumi-language-python-exec "$bin/"
+  # The release's Go and YAML hosts too, where it carries them: the tests of Go and YAML
+  # programs (the first day, import) run where these are installed.
+  for host in pulumi-language-go pulumi-language-yaml; do
+    if [ -x "$tmp/pulumi/$host" ]; then cp "$tmp/pulumi/$host" "$bin/"; fi
+  done
   rm -rf "$tmp"
 }
 

@@ -28,6 +28,7 @@ const VERSION_PLACES = [
   ...[
     "examples/adopt-fleet/Pulumi.yaml",
     "examples/packaged-typescript/Pulumi.yaml",
+    "examples/typescript/Pulumi.yaml",
     "tests/packaged/fixtures/packaged-spec-program/Pulumi.yaml",
     "tests/packaged/fixtures/python-spec-program/Pulumi.yaml",
   ].map((file) => ({ file, patterns: [new RegExp(String.raw`- name: edge\n\s+version: ${V}`, "g")] })),
@@ -36,6 +37,8 @@ const VERSION_PLACES = [
     patterns: [new RegExp(String.raw`pulumi_edge-${V}-py3-none-any\.whl`, "g")],
   },
   { file: "examples/go/go.mod", patterns: [new RegExp(String.raw`pulumi-edge/sdk/go v${V}`, "g")] },
+  // The plugin a Pulumi YAML program names on each resource (a release with a download URL).
+  { file: "examples/yaml/download-url/Pulumi.yaml", patterns: [new RegExp(String.raw`version: ${V}`, "g")] },
   // The guide's first stack per language: the release's file names and the plugin's version.
   ...["go", "python", "typescript", "yaml"].map((language) => ({
     file: `examples/${language}/first-stack.sh`,

@@ -19,8 +19,9 @@
 // team's artifact server. Default: none, as in the committed schema: the engine then takes the
 // plugin from Pulumi.yaml's plugins: paths or its plugin cache (pulumi plugin install --file).
 // It is part of the default provider's name in a stack's state: keep it stable across releases.
-// `--out DIR [--languages python,go]` generates into DIR/sdks/<language> (and the wheel into
-// DIR/python) instead of dist, leaving dist alone: a release for another URL, or a test's.
+// `--out DIR [--languages python,go,nodejs]` generates into DIR/sdks/<language> (the wheel into
+// DIR/python, the compiled Node.js SDK into DIR/packaged) instead of dist, leaving dist alone and
+// each language not named as it is in DIR: a release for another URL, or a test's.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import fs from "node:fs";
@@ -33,12 +34,13 @@ import { parseArgs } from "node:util";
 const require = createRequire(import.meta.url);
 const engine = require("./engine.js");
 const { ensureVenv } = require("./venv.js");
+const { sdkgenBinary } = require("./sdkgen-binary.js");
 const ROOT = engine.ROOT;
 const SCHEMA = path.join(ROOT, "provider/plugin/schema.json");
-const SDKGEN_SRC = path.join(ROOT, "scripts/sdkgen");
 const { values: args } = parseArgs({ options: { out: { type: "string" }, languages: { type: "string" } } });
 const OUT = args.out ? path.resolve(args.out, "sdks") : path.join(ROOT, "dist/sdks");
 const WHEEL_DIR = args.out ? path.resolve(args.out, "python") : path.join(ROOT, "dist/python");
+const PACKAGED_DIR = args.out ? path.resolve(args.out, "packaged") : path.join(ROOT, "dist/packaged");
 const LANGUAGES = args.languages?.split(",").filter(Boolean) ?? ["nodejs", "python", "go"];
 const DOWNLOAD_URL = process.env.EDGE_PLUGIN_DOWNLOAD_URL || undefined;
 const log = (m) => console.log(`[sdks] ${m}`);
@@ -49,23 +51,6 @@ const hash = (...files) => {
   for (const f of files) h.update(fs.readFileSync(f));
   return h.digest("hex").slice(0, 16);
 };
-
-/** The sdkgen binary for these sources, built once per machine (the Go build cache makes it quick). */
-function sdkgen() {
-  const srcs = ["main.go", "go.mod", "go.sum"].map((f) => path.join(SDKGEN_SRC, f));
-  const cache = process.env.XDG_CACHE_HOME || path.join(os.homedir(), ".cache");
-  const bin = path.join(cache, "pulumi-edge", "sdkgen", hash(...srcs), "sdkgen");
-  if (!fs.existsSync(bin)) {
-    log(`building the generator (go build of pulumi pkg/v3@${PULUMI_VERSION} codegen)`);
-    fs.mkdirSync(path.dirname(bin), { recursive: true });
-    execFileSync("go", ["build", "-trimpath", "-o", bin, "."], {
-      cwd: SDKGEN_SRC,
-      stdio: "inherit",
-      env: { ...process.env, GOFLAGS: "-mod=mod" },
-    });
-  }
-  return bin;
-}
 
 /** The schema the SDKs are generated from: the committed one, with EDGE_PLUGIN_DOWNLOAD_URL if set. */
 function schemaFile(work) {
@@ -82,7 +67,7 @@ function schemaFile(work) {
 }
 
 function generate() {
-  const gen = sdkgen();
+  const gen = sdkgenBinary(log);
   const stampFile = path.join(OUT, ".stamp");
   // This script is part of the stamp: a change to how the SDKs are laid out regenerates them.
   const stamp = `${hash(SCHEMA, fileURLToPath(import.meta.url))} ${path.basename(path.dirname(gen))} ${DOWNLOAD_URL ?? ""}`;
@@ -95,7 +80,9 @@ function generate() {
     log("SDKs up to date");
     return;
   }
-  fs.rmSync(OUT, { recursive: true, force: true });
+  if (args.out)
+    for (const language of LANGUAGES) fs.rmSync(path.join(OUT, language), { recursive: true, force: true });
+  else fs.rmSync(OUT, { recursive: true, force: true });
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "pulumi-edge-schema-"));
   try {
     const schema = schemaFile(work);
@@ -107,9 +94,9 @@ function generate() {
     }
     if (LANGUAGES.includes("go")) goModule();
     if (LANGUAGES.includes("python")) pythonWheel();
-    if (args.out) return; // a release elsewhere: dist's .NET and Node.js builds stay as they are
+    if (LANGUAGES.includes("nodejs")) compileNode();
+    if (args.out) return; // a release elsewhere: dist's .NET build stays as it is
     dotnet(schema);
-    compileNode();
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
@@ -232,20 +219,46 @@ function dotnet(schema) {
   }
 }
 
-/** The Node.js SDK, compiled with this project's TypeScript into dist/packaged (with its package.json: its version). */
+/**
+ * The Node.js SDK, compiled with this project's TypeScript into dist/packaged (`pulumi-edge/packaged`),
+ * with its package.json (its resources register with that version).
+ *
+ * Both package.json files lose the generator's `pulumi` block (`resource: true`, the plugin's name,
+ * version and download URL). The Node.js language host reports every package.json under a program's
+ * node_modules that says `resource: true` as a plugin the program needs, whatever the program
+ * imports (it walks the directories; Pulumi 3.259's host as the older one): with the block, a
+ * program of dynamic resources only would make the engine fetch pulumi-resource-edge on every fresh
+ * machine. A program on `pulumi-edge/packaged` needs no such declaration: each of its resources
+ * registers with the plugin's version and download URL (the SDK's resource options), from which the
+ * engine finds the plugin, or downloads it, when the first one is registered.
+ */
 function compileNode() {
   const dir = path.join(OUT, "nodejs");
-  const outDir = path.join(ROOT, "dist/packaged");
-  fs.rmSync(outDir, { recursive: true, force: true });
-  execFileSync(
-    process.execPath,
-    [require.resolve("typescript/bin/tsc"), "-p", path.join(dir, "tsconfig.json"), "--outDir", outDir],
-    {
-      stdio: "inherit",
-    },
-  );
-  fs.copyFileSync(path.join(dir, "package.json"), path.join(outDir, "package.json"));
-  log("nodejs: compiled into dist/packaged (pulumi-edge/packaged)");
+  fs.rmSync(PACKAGED_DIR, { recursive: true, force: true });
+  // Outside this checkout (--out), the sources find @pulumi/pulumi and @types/node through a link
+  // to its node_modules, for the compile only.
+  const modules = args.out ? path.join(dir, "node_modules") : undefined;
+  if (modules) fs.symlinkSync(path.join(ROOT, "node_modules"), modules, "dir");
+  try {
+    execFileSync(
+      process.execPath,
+      [
+        require.resolve("typescript/bin/tsc"),
+        "-p",
+        path.join(dir, "tsconfig.json"),
+        "--outDir",
+        PACKAGED_DIR,
+      ],
+      { stdio: "inherit" },
+    );
+  } finally {
+    if (modules) fs.rmSync(modules);
+  }
+  const manifest = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8"));
+  delete manifest.pulumi;
+  for (const file of [path.join(dir, "package.json"), path.join(PACKAGED_DIR, "package.json")])
+    fs.writeFileSync(file, `${JSON.stringify(manifest, null, 4)}\n`);
+  log(`nodejs: compiled into ${path.relative(ROOT, PACKAGED_DIR) || PACKAGED_DIR} (pulumi-edge/packaged)`);
 }
 
 generate();

@@ -20,5 +20,6 @@ const api = new HttpsEdgeRoute("api", {
   },
 });
 
+export const edgeId = web.id;
 export const routeId = api.id;
 // [/snippet]

@@ -27,11 +27,14 @@ import {
   pulumiOnPath,
   remediateStack,
   resolveTargets,
+  type StackReads,
+  stackReads,
 } from "./run";
+import { findUnmanaged } from "./unmanaged";
 
 export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--project DIR]... [--projects-dir DIR]...
                          [--path fast|refresh|engine] [--parallel 4] [--format table|markdown|json]
-                         [--junit FILE] [--remediate [--yes]]
+                         [--junit FILE] [--remediate [--yes]] [--unmanaged]
          The drift check of many stacks at once, in parallel, through the \`pulumi\` on PATH and the
          current config and EDGE_API_KEY. Reports per stack clean, drifted (each resource, its
          changed fields, and who changed them when the provider says) or error (the engine's
@@ -58,8 +61,14 @@ export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--p
          --remediate           then \`pulumi up --refresh\` the drifted stacks only, after saying
                                which; asks first unless --yes (needs a write key)
          --yes                 do not ask (CI)
-         Exit: 0 every stack clean, 1 drift, 2 an error (a stack not checked, a remediation that
-         failed or was refused, a usage error). An error wins over drift: the state of a stack
+         --unmanaged           also list the objects on the stacks' services that none of the
+                               checked stacks holds (after a restore, what a stack removed since
+                               the backup; anything made by hand), each with its type, id,
+                               creation time and the \`pulumi import\` command that takes it;
+                               complete only when every stack that deploys to a service is checked
+         Exit: 0 every stack clean, 1 drift (or, with --unmanaged, an object no checked stack
+         holds), 2 an error (a stack not checked, a remediation that failed or was refused, a
+         service that could not be listed, a usage error). An error wins over drift: the state of a stack
          that could not be checked is unknown.
          Backend and passphrase as for the pulumi CLI (PULUMI_BACKEND_URL, Pulumi.yaml's
          backend.url or \`pulumi login\`; PULUMI_CONFIG_PASSPHRASE(_FILE), else the empty one).`;
@@ -116,6 +125,7 @@ async function drift(argv: string[]): Promise<number> {
       junit: { type: "string" },
       remediate: { type: "boolean", default: false },
       yes: { type: "boolean", default: false },
+      unmanaged: { type: "boolean", default: false },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -148,11 +158,16 @@ async function drift(argv: string[]): Promise<number> {
   const engine: Engine = { command: await pulumiOnPath(), env: pulumiEnv(), progress };
   const { targets, failures } = await resolveTargets(selection, engine);
   progress(`${targets.length} stack${targets.length === 1 ? "" : "s"} to check, ${parallel} at a time`);
-  const stacks: StackReport[] = [...(await checkAll(targets, parallel, engine, path)), ...failures];
+  const reads = stackReads(engine);
+  const stacks: StackReport[] = [...(await checkAll(targets, parallel, engine, path, reads)), ...failures];
   const report: FleetReport = { stacks };
 
   const drifted = stacks.filter((s) => s.verdict === "drifted");
-  if (values.remediate && drifted.length > 0) await remediate(drifted, parallel, engine, values.yes);
+  if (values.remediate && drifted.length > 0) await remediate(drifted, parallel, engine, values.yes, reads);
+  if (values.unmanaged) {
+    progress("listing the objects no checked stack holds");
+    report.unmanaged = await findUnmanaged(targets, failures, reads, engine, parallel);
+  }
 
   process.stdout.write(render(format, report));
   if (values.junit) {
@@ -170,6 +185,7 @@ async function remediate(
   parallel: number,
   engine: Engine,
   yes: boolean,
+  reads: StackReads,
 ): Promise<void> {
   const plan = [
     `--remediate: \`pulumi up --refresh\` will restore the program's configuration on ${drifted.length} drifted stack${drifted.length === 1 ? "" : "s"}:`,
@@ -187,6 +203,7 @@ async function remediate(
   await pool(drifted, parallel, async (s) => {
     engine.progress(`remediating ${stackLabel(s)}`);
     s.remediation = await remediateStack(s, engine);
+    reads.forget(s); // its refresh and update rewrote the state
     engine.progress(
       `${stackLabel(s)}: ${s.remediation.outcome}${s.remediation.message ? `: ${s.remediation.message.split("\n")[0]}` : ""}`,
     );

@@ -13,64 +13,30 @@
  * state that a refresh (an `up --refresh` that then failed, an import) last wrote: that state holds
  * what the service held then, not what was deployed, so only the program can tell drift there.
  */
-import { join, resolve } from "node:path";
 import type { EdgeClient } from "../../sdk/client";
-import { edgeClient, settingsFor } from "../config";
-import { concealLeaves, fromExported, keepSecretsOf, reveal } from "../engine/secrets";
-import { STACK_ANCHOR } from "../identity";
-import {
-  type Found,
-  LIFECYCLES,
-  type Location,
-  RESOURCE_KINDS,
-  type ResourceKind,
-  TYPE_NAMES,
-} from "../lifecycle";
+import { edgeClient } from "../config";
+import { concealLeaves, fromExported, keepSecretsOf } from "../engine/secrets";
+import { type Found, LIFECYCLES, type Location, type ResourceKind } from "../lifecycle";
 import { LAST_WRITE_KEY } from "../lifecycle/attribution";
 import { readOrGone } from "../lifecycle/errors";
 import { checkedInputs } from "../lifecycle/types";
 import { SECRET_LEAVES } from "../model";
-import { readPulumiFile } from "../pulumi-files";
-import { isProps, type Props } from "../model/check";
-import { changedFields, type DriftedResource, parseAuthorWarnings } from "./report";
-import { type Engine, readStack, type Target } from "./stacks";
-
-/** What `pulumi stack export` holds of a resource (the fields read here). */
-interface StateResource {
-  urn: string;
-  type: string;
-  custom?: boolean;
-  external?: boolean;
-  id?: string;
-  provider?: string;
-  inputs?: Props;
-  outputs?: Props;
-}
+import { isProps } from "../model/check";
+import { attributionOf, changedFields, type DriftedResource } from "./report";
+import {
+  classify,
+  heldResources,
+  NoProvider,
+  providerSettingsOf,
+  revealed,
+  type StateResource,
+  stateOf,
+} from "./state";
+import { type Engine, readStack, type StackRead, type Target } from "./stacks";
 
 /** Why the fast path hands a stack to the engine. */
 export class CannotJudge {
   constructor(readonly reason: string) {}
-}
-
-const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
-const KIND_OF = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
-
-/** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
-function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
-  if (r.type === "pulumi:pulumi:Stack" || r.type.startsWith("pulumi:providers:")) return "skip";
-  const name = OUR_TYPE.exec(r.type)?.[1];
-  if (name === STACK_ANCHOR) return "skip";
-  const kind = name === undefined ? undefined : KIND_OF.get(name);
-  if (kind) return r.external ? "skip" : kind; // a lookup (`get`) is read, never drift
-  return r.custom === false ? "skip" : "foreign"; // components hold nothing to refresh
-}
-
-/** The program's directory: the project's, or its `main` (where the provider runs). */
-function programDir(projectDir: string): string {
-  const project = readPulumiFile(projectDir, "Pulumi");
-  const main = typeof project === "object" && typeof project.main === "string" ? project.main : ".";
-  // `main` may name a file: its directory is the program's.
-  return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);
 }
 
 interface Judged {
@@ -80,10 +46,15 @@ interface Judged {
 
 /**
  * The fast check of one stack: a StackReport judged here, or CannotJudge (the engine path's).
- * Errors reading the state or the service are the report's error, as on the engine path.
+ * Errors reading the state or the service are the report's error, as on the engine path. `read`:
+ * the stack as already read (readStack), else it is read here.
  */
-export async function judgeStackFast(target: Target, engine: Engine): Promise<Judged | CannotJudge> {
-  const { exported, config, last } = await readStack(target, engine);
+export async function judgeStackFast(
+  target: Target,
+  engine: Engine,
+  read?: StackRead,
+): Promise<Judged | CannotJudge> {
+  const { exported, config, last } = read ?? (await readStack(target, engine));
   // What the state says was deployed is only that after a successful update: a refresh (or an
   // update that failed after its refresh, an import) writes what the service held into it, drift
   // included. Then only the program can say what was meant.
@@ -92,45 +63,21 @@ export async function judgeStackFast(target: Target, engine: Engine): Promise<Ju
       `the stack's last operation was a ${last.kind} that ${last.result}: its state may hold what the service held then, drift included, so the program judges`,
     );
   }
-  const deployment = exported.deployment as { resources?: StateResource[]; pending_operations?: unknown[] };
-  if ((deployment.pending_operations ?? []).length > 0) {
-    return new CannotJudge("the state holds pending operations (an interrupted update)");
-  }
-  const resources = deployment.resources ?? [];
+  const { resources, pending } = stateOf(exported);
+  if (pending) return new CannotJudge("the state holds pending operations (an interrupted update)");
   const foreign = resources.filter((r) => classify(r) === "foreign").map((r) => r.type);
   if (foreign.length > 0) {
     return new CannotJudge(`resources of other providers (${[...new Set(foreign)].sort().join(", ")})`);
   }
-  const byUrn = new Map(resources.map((r) => [r.urn, r]));
-  const dir = programDir(target.dir);
-  const stackConfig = { get: (key: string) => config[key]?.value };
-
-  /** The client of a resource's provider: the stack's config, or an explicit provider's inputs. */
-  const clientOf = (r: StateResource): EdgeClient | CannotJudge => {
-    if (r.type.startsWith("pulumi-nodejs:")) return edgeClient(settingsFor(stackConfig, engine.env, dir));
-    const providerUrn = r.provider?.split("::").slice(0, -1).join("::");
-    const provider = providerUrn === undefined ? undefined : byUrn.get(providerUrn);
-    if (!provider) return new CannotJudge(`the provider of ${r.urn} is not in the state`);
-    if (/::default(_|$)[^:]*$/.test(provider.urn)) {
-      return edgeClient(settingsFor(stackConfig, engine.env, dir));
-    }
-    const inputs = reveal(fromExported(provider.inputs ?? {}));
-    const get = (key: string) => {
-      const v = isProps(inputs) ? inputs[key.replace(/^edge:/, "")] : undefined;
-      return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : undefined;
-    };
-    return edgeClient(settingsFor({ get }, engine.env, dir));
-  };
+  const settings = providerSettingsOf(resources, config, engine.env, target.dir);
 
   // One GET per edge, per client: what every read of the stack finds.
   type Job = { r: StateResource; kind: ResourceKind; client: EdgeClient; at: Location };
   const jobs: Job[] = [];
-  for (const r of resources) {
-    const kind = classify(r);
-    if (kind === "skip" || kind === "foreign" || r.id === undefined) continue;
-    const client = clientOf(r);
-    if (client instanceof CannotJudge) return client;
-    jobs.push({ r, kind, client, at: LIFECYCLES[kind].locate(r.id, revealed(r.outputs)) });
+  for (const held of heldResources(resources)) {
+    const of = settings.of(held.r);
+    if (of instanceof NoProvider) return new CannotJudge(of.reason);
+    jobs.push({ ...held, client: edgeClient(of) });
   }
   const edges = new Map<EdgeClient, Map<string, Promise<unknown>>>();
   const fetchEdge = (client: EdgeClient, at: Location) => {
@@ -155,12 +102,6 @@ export async function judgeStackFast(target: Target, engine: Engine): Promise<Ju
   }
   return { resources: drifted };
 }
-
-/** A resource's stored values as the lifecycles take them: secrets revealed. */
-const revealed = (v: Props | undefined): Props => {
-  const out = reveal(fromExported(v ?? {}));
-  return isProps(out) ? out : {};
-};
 
 /** What a kind's read would have found, from its edge's answer (undefined: gone). */
 function foundIn<K extends ResourceKind>(kind: K, at: Location, edge: unknown): Found[K] | undefined {
@@ -194,9 +135,9 @@ async function judgeResource<K extends ResourceKind>(
   };
   const id = r.id!;
   const read = await life.readFound(client, id, stored, found, ctx);
-  const authors = () => warnings.flatMap((w) => parseAuthorWarnings(w, name));
+  const who = () => attributionOf(warnings, name);
   const base = { urn: r.urn, name, type: r.type };
-  if (read === undefined) return [{ ...base, op: "create", fields: [], authors: authors() }];
+  if (read === undefined) return [{ ...base, op: "create", fields: [], ...who() }];
   const declared = revealed(r.inputs);
   const plan = life.diff(read.outs, checkedInputs(declared), id);
   if (plan.changed.length === 0) return [];
@@ -209,7 +150,7 @@ async function judgeResource<K extends ResourceKind>(
       ...base,
       op: plan.replaces.length > 0 ? "replace" : "update",
       fields: changedFields(shown(declared), shown(read.inputs), keys),
-      authors: authors(),
+      ...who(),
     },
   ];
 }

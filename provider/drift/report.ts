@@ -8,7 +8,13 @@
  * and quote the rest as their format asks.
  */
 import { isSecret as isEngineSecret } from "../engine/secrets";
-import { type AuthorLine, parseAuthorLines } from "../lifecycle/authorship";
+import {
+  type AuthorLine,
+  parseAuthorLines,
+  parseUnattributedLines,
+  type UnattributedLine,
+  unreachedReason,
+} from "../lifecycle/authorship";
 
 /** One stack's verdict. */
 export type Verdict = "clean" | "drifted" | "error";
@@ -35,6 +41,21 @@ export interface Author {
   edge?: string;
 }
 
+/**
+ * A field (or the whole resource) whose author the provider could not prove, as it reported on
+ * refresh: the service's trail of the object does not reach the stack's last change to it.
+ */
+export interface Unattributed {
+  /** The field or module path; "" for the whole resource (gone). */
+  field: string;
+  /** What was done when the field was not changed: deleted (or the resource gone), or created. */
+  change?: "deleted" | "created";
+  /** The `Request-Id` of the stack's last change to the object, which the trail does not reach. */
+  since: string;
+  /** Why there is no author, as the provider says it. */
+  reason: string;
+}
+
 export interface DriftedResource {
   urn: string;
   /** The resource's name in the program (the URN's last segment). */
@@ -44,6 +65,8 @@ export interface DriftedResource {
   op: string;
   fields: FieldChange[];
   authors: Author[];
+  /** Fields the provider said it cannot name an author for, and why (absent: none). */
+  unattributed?: Unattributed[];
 }
 
 /** What `--remediate` did to a drifted stack. */
@@ -69,23 +92,63 @@ export interface StackReport {
   fallback?: string;
 }
 
+/** An object on a service that none of the checked stacks holds (`--unmanaged`). */
+export interface UnmanagedObject {
+  /** The packaged provider's type name: HttpsEdge, HttpsEdgeRoute, TlsEdge, TlsEdgeIpRestriction. */
+  type: string;
+  /** The id `pulumi import` takes (a route's `<edgeId>/<routeId>`; a TLS IP restriction's, its edge's). */
+  id: string;
+  /** The name `pulumi-edge export` gives it (deployEdgeConfig's entry name). */
+  name: string;
+  /** When the service made it; absent for a TLS IP restriction (the service keeps none for a module). */
+  createdAt?: string;
+  /** What it is, for a reader: an edge's description or hosts, a route's match, a module's policies. */
+  summary: string;
+  /** The command that takes it into a stack of the packaged provider. */
+  importCommand: string;
+}
+
+/** One service the checked stacks deploy to, and what on it none of them holds. */
+export interface UnmanagedService {
+  /** Its URL, or the embedded service's data directory. */
+  service: string;
+  objects: UnmanagedObject[];
+  /** Why it could not be listed (then `objects` is empty). */
+  error?: string;
+}
+
+/** What `--unmanaged` found: per service, the objects no checked stack holds. */
+export interface Unmanaged {
+  /** How many stacks were checked: an object is unmanaged only among them. */
+  stacks: number;
+  services: UnmanagedService[];
+  /** What may make a listed object one a stack holds after all (a stack whose state was not read). */
+  caveats: string[];
+}
+
 export interface FleetReport {
   stacks: StackReport[];
+  /** With `--unmanaged`: the objects no checked stack holds. */
+  unmanaged?: Unmanaged;
 }
 
 /** Exit codes: what a CI job branches on. */
 export const EXIT = { clean: 0, drift: 1, error: 2 } as const;
 
 /**
- * 0 when every stack is clean, 1 when one drifted (restored or not), 2 when one could not be
- * checked or a remediation failed. An error wins over drift: a stack that could not be checked
+ * 0 when every stack is clean, 1 when one drifted (restored or not) or a service holds objects no
+ * checked stack holds (`--unmanaged`), 2 when one could not be checked, a remediation failed or a
+ * service could not be listed. An error wins over drift: a stack that could not be checked
  * may have drifted too, so the fleet's state is unknown, which is worse than known drift.
  */
 export function exitCode(report: FleetReport): number {
   const failedRemediation = (s: StackReport) =>
     s.remediation?.outcome === "failed" || s.remediation?.outcome === "refused";
+  const services = report.unmanaged?.services ?? [];
   if (report.stacks.some((s) => s.verdict === "error" || failedRemediation(s))) return EXIT.error;
+  if (services.some((s) => s.error !== undefined)) return EXIT.error;
   if (report.stacks.some((s) => s.verdict === "drifted")) return EXIT.drift;
+  if (services.some((s) => s.objects.length > 0)) return EXIT.drift;
   return EXIT.clean;
 }
 
@@ -114,9 +177,40 @@ export function parseAuthorWarnings(message: string, name?: string): Author[] {
     .map(authorOf);
 }
 
+/** An unattributed line as the report keeps it. */
+export function unattributedOf(line: UnattributedLine): Unattributed {
+  return {
+    field: line.field ?? "",
+    ...(line.verb === "changed" ? {} : { change: line.verb }),
+    since: line.since,
+    reason: unreachedReason(line.since),
+  };
+}
+
+/** The fields a diagnostic's text says have no provable author (with `name`: of that resource). */
+export function parseUnattributedWarnings(message: string, name?: string): Unattributed[] {
+  return parseUnattributedLines(message)
+    .filter((l) => name === undefined || l.name === name)
+    .map(unattributedOf);
+}
+
+/**
+ * What the provider said of a resource's authors in its warnings (with `name`: only the lines
+ * about the resource of that name): `unattributed` only when some field has no provable author.
+ */
+export function attributionOf(
+  messages: readonly string[],
+  name?: string,
+): Pick<DriftedResource, "authors" | "unattributed"> {
+  const authors = messages.flatMap((m) => parseAuthorWarnings(m, name));
+  const unattributed = messages.flatMap((m) => parseUnattributedWarnings(m, name));
+  return { authors, ...(unattributed.length > 0 ? { unattributed } : {}) };
+}
+
+const within = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`);
+
 /** The authors of one field: exact path, or a warning about an enclosing or enclosed path. */
-export function authorsOf(field: string, authors: readonly Author[]): Author[] {
-  const within = (a: string, b: string) => a === b || a.startsWith(`${b}.`) || a.startsWith(`${b}[`);
+export function authorsOf<A extends { field: string }>(field: string, authors: readonly A[]): A[] {
   return authors.filter((a) => within(field, a.field) || within(a.field, field));
 }
 
@@ -195,7 +289,11 @@ export function changedFields(before: Plain, after: Plain, keys?: readonly strin
  * dynamic resource's diff names no property): secrets, which it shows alike ([secret]) on both
  * sides. Those its authors name, else every secret it holds.
  */
-export function secretFields(before: Plain, after: Plain, authors: readonly Author[]): FieldChange[] {
+export function secretFields(
+  before: Plain,
+  after: Plain,
+  authors: readonly { field: string }[],
+): FieldChange[] {
   const all = [...new Set([...Object.keys(before), ...Object.keys(after)])]
     .filter((k) => !k.startsWith("__"))
     .sort()
@@ -258,11 +356,31 @@ function counts(report: FleetReport) {
   return { clean: n("clean"), drifted: n("drifted"), error: n("error"), total: report.stacks.length };
 }
 
-/** One line: "3 stacks: 1 drifted, 1 clean, 1 error". */
+/** How many objects `--unmanaged` found no checked stack holds (undefined: not asked). */
+const unmanagedCount = (report: FleetReport): number | undefined =>
+  report.unmanaged?.services.reduce((n, s) => n + s.objects.length, 0);
+
+/** One line: "3 stacks: 1 drifted, 1 clean, 1 error" (with `--unmanaged`: "; 2 unmanaged objects"). */
 export function summaryLine(report: FleetReport): string {
   const c = counts(report);
-  return `${plural(c.total, "stack")}: ${c.drifted} drifted, ${c.clean} clean, ${c.error} error`;
+  const unmanaged = unmanagedCount(report);
+  return (
+    `${plural(c.total, "stack")}: ${c.drifted} drifted, ${c.clean} clean, ${c.error} error` +
+    (unmanaged === undefined ? "" : `; ${plural(unmanaged, "unmanaged object")}`)
+  );
 }
+
+/** What the list of unmanaged objects can be trusted for: said once above it in every rendering. */
+export function unmanagedScope(u: Unmanaged): string {
+  return (
+    `objects on the service that none of the ${plural(u.stacks, "checked stack")} holds: complete only when every ` +
+    "stack that deploys to the service was checked (an object of a stack not checked is listed too)"
+  );
+}
+
+/** An unmanaged object on one line: its type, id, creation time and what it is. */
+const unmanagedLine = (o: UnmanagedObject) =>
+  `${o.type} ${o.id}${o.createdAt === undefined ? "" : ` created ${o.createdAt}`}: ${o.summary}`;
 
 /**
  * "by key "ops-console" at 2026-…Z (request req_…)" ("deleted by key …", "deleted with its edge
@@ -281,11 +399,26 @@ export function showAuthors(authors: readonly Author[]): string {
     .join("; ");
 }
 
+/**
+ * Who changed `field` of `r` (see showAuthors), or why nobody can be named:
+ * "author unknown: the service's history does not reach …: restored or pruned?" ("deleted,
+ * author unknown: …" for a whole resource).
+ */
+export function showWho(field: string, r: DriftedResource): string {
+  const authors = authorsOf(field, r.authors);
+  const unknown = authorsOf(field, r.unattributed ?? []);
+  if (authors.length > 0 || unknown.length === 0) return showAuthors(authors);
+  const what = field === "" && unknown.some((u) => u.change === "deleted") ? "deleted, " : "";
+  return `${what}author unknown: ${[...new Set(unknown.map((u) => u.reason))].join("; ")}`;
+}
+
 /** A resource's drift line by line: each field with its authors; a fieldless one (deleted out of band) its own. */
 function fieldLines(r: DriftedResource): string[] {
   if (r.fields.length === 0)
-    return r.authors.length > 0 ? [`whole resource: ${showAuthors(authorsOf("", r.authors))}`] : [];
-  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showAuthors(authorsOf(f.path, r.authors))}`);
+    return r.authors.length > 0 || (r.unattributed ?? []).length > 0
+      ? [`whole resource: ${showWho("", r)}`]
+      : [];
+  return r.fields.map((f) => `${f.path}: ${showChange(f)}, ${showWho(f.path, r)}`);
 }
 
 const showChange = (f: FieldChange) =>
@@ -355,8 +488,32 @@ export function renderTable(report: FleetReport): string {
     if (s.remediation?.message)
       lines.push("", `${label} remediation ${shownLine(remediationText(s.remediation))}`);
   }
+  if (report.unmanaged) lines.push("", ...unmanagedTable(report.unmanaged));
   lines.push("", summaryLine(report));
   return `${lines.join("\n")}\n`;
+}
+
+/** The table's section of unmanaged objects: per service, each object and its import command. */
+function unmanagedTable(u: Unmanaged): string[] {
+  const lines = [`Unmanaged: ${unmanagedScope(u)}.`];
+  for (const s of u.services) {
+    const service = shownLine(s.service);
+    if (s.error !== undefined) {
+      lines.push(
+        `  ${service} could not be listed:`,
+        ...shownText(s.error)
+          .split("\n")
+          .map((l) => `    ${l}`),
+      );
+      continue;
+    }
+    if (s.objects.length === 0) lines.push(`  ${service}: none`);
+    else lines.push(`  ${service}: ${plural(s.objects.length, "object")}`);
+    for (const o of s.objects)
+      lines.push(`    ${shownLine(unmanagedLine(o))}`, `      ${shownLine(o.importCommand)}`);
+  }
+  for (const c of u.caveats) lines.push(`  caveat: ${shownLine(c)}`);
+  return lines;
 }
 
 /**
@@ -414,9 +571,7 @@ export function renderMarkdown(report: FleetReport): string {
       for (const f of fields) {
         const change = f.path ? showChange(f) : r.op;
         out.push(
-          `| ${cell(r.name)} | ${code(r.type)} | ${code(f.path)} | ${cell(change)} | ${cell(
-            showAuthors(authorsOf(f.path, r.authors)),
-          )} |`,
+          `| ${cell(r.name)} | ${code(r.type)} | ${code(f.path)} | ${cell(change)} | ${cell(showWho(f.path, r))} |`,
         );
       }
     }
@@ -424,7 +579,27 @@ export function renderMarkdown(report: FleetReport): string {
   for (const s of report.stacks.filter((x) => x.verdict === "error")) {
     out.push("", `### ${code(stackLabel(s), false)} could not be checked`, "", ...codeBlock(s.error ?? ""));
   }
+  if (report.unmanaged) out.push("", ...unmanagedMarkdown(report.unmanaged));
   return `${out.join("\n")}\n`;
+}
+
+/** Markdown's section of unmanaged objects: one table of every service's, then what went wrong. */
+function unmanagedMarkdown(u: Unmanaged): string[] {
+  const out = ["### Unmanaged objects", "", `${cell(unmanagedScope(u))}.`, ""];
+  out.push("| Service | Type | Id | Created | What | Import |", "| --- | --- | --- | --- | --- | --- |");
+  for (const s of u.services)
+    for (const o of s.objects)
+      out.push(
+        `| ${code(s.service)} | ${code(o.type)} | ${code(o.id)} | ${cell(o.createdAt ?? "")} | ${cell(o.summary)} | ${code(o.importCommand)} |`,
+      );
+  const notes = [
+    ...u.services.flatMap((s) =>
+      s.error === undefined ? [] : [`${code(s.service, false)} could not be listed: ${cell(s.error)}`],
+    ),
+    ...u.caveats.map((c) => `caveat: ${cell(c)}`),
+  ];
+  if (notes.length > 0) out.push("", ...notes.map((n) => `- ${n}`));
+  return out;
 }
 
 /** The machine-readable report: the version of this shape, the exit code and every stack. */
@@ -434,8 +609,15 @@ export function renderJson(report: FleetReport): string {
     {
       version: 1,
       exitCode: exitCode(report),
-      summary: { stacks: c.total, clean: c.clean, drifted: c.drifted, error: c.error },
+      summary: {
+        stacks: c.total,
+        clean: c.clean,
+        drifted: c.drifted,
+        error: c.error,
+        ...(report.unmanaged ? { unmanaged: unmanagedCount(report) } : {}),
+      },
       stacks: report.stacks,
+      ...(report.unmanaged ? { unmanaged: report.unmanaged } : {}),
     },
     null,
     2,
@@ -458,11 +640,16 @@ const xmlText = (text: string) => entities(shownText(text));
 /** JUnit XML: one testsuite, one testcase per stack; drift a failure, a broken stack an error. */
 export function renderJunit(report: FleetReport): string {
   const c = counts(report);
+  const services = report.unmanaged?.services ?? [];
+  const tests = c.total + services.length;
+  const failures = c.drifted + services.filter((s) => s.error === undefined && s.objects.length > 0).length;
+  const errors = c.error + services.filter((s) => s.error !== undefined).length;
   const time = report.stacks.reduce((t, s) => t + s.seconds, 0);
+  const counted = `tests="${tests}" failures="${failures}" errors="${errors}"`;
   const lines = [
     `<?xml version="1.0" encoding="UTF-8"?>`,
-    `<testsuites name="pulumi-edge drift" tests="${c.total}" failures="${c.drifted}" errors="${c.error}" time="${time.toFixed(3)}">`,
-    `  <testsuite name="pulumi-edge drift" tests="${c.total}" failures="${c.drifted}" errors="${c.error}" skipped="0" time="${time.toFixed(3)}">`,
+    `<testsuites name="pulumi-edge drift" ${counted} time="${time.toFixed(3)}">`,
+    `  <testsuite name="pulumi-edge drift" ${counted} skipped="0" time="${time.toFixed(3)}">`,
   ];
   for (const s of report.stacks) {
     const open = `    <testcase classname="${xmlAttr(s.dir)}" name="${xmlAttr(s.stack)}" time="${s.seconds.toFixed(3)}"`;
@@ -487,6 +674,32 @@ export function renderJunit(report: FleetReport): string {
     }
     lines.push(`    </testcase>`);
   }
+  if (report.unmanaged) lines.push(...unmanagedJunit(report.unmanaged));
   lines.push(`  </testsuite>`, `</testsuites>`);
   return `${lines.join("\n")}\n`;
+}
+
+/** JUnit's testcase per service listed: objects no checked stack holds a failure, as drift is. */
+function unmanagedJunit(u: Unmanaged): string[] {
+  const lines: string[] = [];
+  for (const s of u.services) {
+    lines.push(`    <testcase classname="unmanaged" name="${xmlAttr(s.service)}" time="0.000">`);
+    if (s.error !== undefined) {
+      lines.push(
+        `      <error type="error" message="${xmlAttr(firstLine(s.error))}">${xmlText(s.error)}</error>`,
+      );
+    } else if (s.objects.length > 0) {
+      const body = [
+        shownLine(`${unmanagedScope(u)}.`),
+        ...s.objects.flatMap((o) => [shownLine(unmanagedLine(o)), `  ${shownLine(o.importCommand)}`]),
+        ...u.caveats.map((c) => shownLine(`caveat: ${c}`)),
+      ];
+      const message = `${plural(s.objects.length, "object")} no checked stack holds`;
+      lines.push(
+        `      <failure type="unmanaged" message="${xmlAttr(message)}">${xmlText(body.join("\n"))}</failure>`,
+      );
+    }
+    lines.push(`    </testcase>`);
+  }
+  return lines;
 }

@@ -18,18 +18,17 @@ import { UsageError, withoutColours } from "../../sdk/cli/command";
 import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../identity";
 import { CannotJudge, judgeStackFast } from "./fast";
-import { type Engine, selectStack, type Target } from "./stacks";
+import { type Engine, readStack, selectStack, type StackRead, type Target } from "./stacks";
 
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
 import {
-  type Author,
+  attributionOf,
   changedFields,
   type FieldChange,
   type Plain,
   secretFields,
   type DriftedResource,
-  parseAuthorWarnings,
   type Remediation,
   type StackReport,
   stackLabel,
@@ -234,12 +233,19 @@ export class EventLog {
     }
   };
 
-  /** The authors the provider reported for a resource (its URN; a warning without one, by its name). */
-  private authors(urn: string, name: string): Author[] {
-    const own = (this.warnings.get(urn) ?? []).flatMap((m) => parseAuthorWarnings(m));
+  /**
+   * The authors the provider reported for a resource, and the fields it could name none for (its
+   * URN; a warning without one, by its name).
+   */
+  private attribution(urn: string, name: string): Pick<DriftedResource, "authors" | "unattributed"> {
+    const own = attributionOf(this.warnings.get(urn) ?? []);
     // The line names its resource; a kind of two words ("HTTPS edge") or a name with spaces included.
-    const unattached = (this.warnings.get("") ?? []).flatMap((m) => parseAuthorWarnings(m, name));
-    return [...own, ...unattached];
+    const unattached = attributionOf(this.warnings.get("") ?? [], name);
+    const unattributed = [...(own.unattributed ?? []), ...(unattached.unattributed ?? [])];
+    return {
+      authors: [...own.authors, ...unattached.authors],
+      ...(unattributed.length > 0 ? { unattributed } : {}),
+    };
   }
 
   /**
@@ -256,14 +262,14 @@ export class EventLog {
       const name = step.urn.split("::").pop() ?? step.urn;
       const deployed = step.old?.inputs ?? {};
       const live = step.new?.inputs ?? {};
-      const authors = this.authors(step.urn, name);
+      const who = this.attribution(step.urn, name);
       out.push({
         urn: step.urn,
         name,
         type: step.type,
         op: step.op === "delete" ? "create" : "update",
-        fields: step.op === "delete" ? [] : fieldsOf(step, deployed, live, authors),
-        authors,
+        fields: step.op === "delete" ? [] : fieldsOf(step, deployed, live, who),
+        ...who,
       });
     }
     return out;
@@ -283,14 +289,14 @@ export class EventLog {
       const name = step.urn.split("::").pop() ?? step.urn;
       const live = step.old?.inputs ?? {};
       const declared = step.new?.inputs ?? {};
-      const authors = this.authors(step.urn, name);
+      const who = this.attribution(step.urn, name);
       out.push({
         urn: step.urn,
         name,
         type: step.type,
         op: step.op,
-        fields: step.old && step.new ? fieldsOf(step, declared, live, authors) : [],
-        authors,
+        fields: step.old && step.new ? fieldsOf(step, declared, live, who) : [],
+        ...who,
       });
     }
     return out;
@@ -306,13 +312,13 @@ function fieldsOf(
   step: StepEventMetadata,
   from: Plain,
   to: Plain,
-  authors: readonly Author[],
+  who: Pick<DriftedResource, "authors" | "unattributed">,
 ): FieldChange[] {
   const keys = step.detailedDiff
     ? Object.keys(step.detailedDiff).map((p) => p.split(/[.[]/)[0]!)
     : step.diffs;
   const fields = changedFields(from, to, keys);
-  return fields.length > 0 ? fields : secretFields(from, to, authors);
+  return fields.length > 0 ? fields : secretFields(from, to, [...who.authors, ...(who.unattributed ?? [])]);
 }
 
 const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
@@ -326,11 +332,33 @@ const seconds = (since: number) => Math.round((Date.now() - since) / 100) / 10;
 export const CHECK_PATHS = ["fast", "refresh", "engine"] as const;
 export type CheckPath = (typeof CHECK_PATHS)[number];
 
-/** The drift check of one stack by `path`; never throws. */
+/** Reads a stack's state and config (readStack); one read per stack until it is forgotten. */
+export interface StackReads {
+  (target: Target): Promise<StackRead>;
+  /** After a run that may have changed the stack's state (a remediation). */
+  forget(target: Target): void;
+}
+
+export function stackReads(engine: Engine): StackReads {
+  const reads = new Map<string, Promise<StackRead>>();
+  const key = (t: Target) => `${resolve(t.dir)}\0${t.stack}`;
+  const read = (target: Target) => {
+    let got = reads.get(key(target));
+    if (!got) {
+      got = readStack(target, engine);
+      reads.set(key(target), got);
+    }
+    return got;
+  };
+  return Object.assign(read, { forget: (target: Target) => void reads.delete(key(target)) });
+}
+
+/** The drift check of one stack by `path`; never throws. `reads`: where the fast path reads the stack. */
 export async function checkStack(
   target: Target,
   engine: Engine,
   path: CheckPath = "engine",
+  reads?: StackReads,
 ): Promise<StackReport> {
   const started = Date.now();
   const log = new EventLog();
@@ -344,7 +372,7 @@ export async function checkStack(
     let changes: boolean;
     if (path === "fast") {
       // Not selected: the fast path names the stack in each command (see readStack).
-      const fast = await judgeStackFast(target, engine);
+      const fast = await judgeStackFast(target, engine, reads ? await reads(target) : undefined);
       if (fast instanceof CannotJudge) {
         [judged, fallback] = ["engine", fast.reason];
         ({ resources, changes } = await byPreview(await selectStack(target, engine), log));
@@ -420,11 +448,12 @@ export async function checkAll(
   parallel: number,
   engine: Engine,
   path: CheckPath = "engine",
+  reads?: StackReads,
 ): Promise<StackReport[]> {
   let done = 0;
   return pool(targets, parallel, async (t) => {
     engine.progress(`checking ${stackLabel(t)}`);
-    const r = await checkStack(t, engine, path);
+    const r = await checkStack(t, engine, path, reads);
     done++;
     const what =
       r.verdict === "drifted"

@@ -7,8 +7,9 @@
  * those it sends back: see engine/secrets).
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
-import { operation, withLastWrite } from "../engine/call";
-import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
+import { withLastWrite } from "../engine/call";
+import type { ProviderProcess } from "../engine/process";
+import { ANCHOR_KEY, isAnchor } from "../identity";
 import { concealLeaves, isSecret } from "../engine/secrets";
 import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
 import { checkedInputs } from "../lifecycle/types";
@@ -38,16 +39,28 @@ const anchorOf = (inputs: unknown): string | undefined => {
 
 /**
  * The `StackAnchor` resource (see resources/glue): its create makes the stack's anchor
- * (provider/identity), which its state then keeps; nothing else ever changes it, and it has no
- * object on the service.
+ * (provider/identity), which its state then keeps as its outputs `anchor` and `place`; it has no
+ * object on the service. Each run judges the stored anchor where the state lives now (the rule of
+ * identity/anchor): kept as it is (no change: a drift check stays green), or, where the state was
+ * copied or moved or the anchor damaged, replaced by a new one through an update the preview shows.
+ * Its inputs: `organization` (the program's `pulumi.getOrganization()`), `__urn`.
  */
-export const stackAnchorProvider: dynamic.ResourceProvider<Props, Props> = {
-  check: async (_olds, news) => ({ inputs: news }),
-  diff: async () => ({ changes: false }),
-  create: async () => ({ id: "anchor", outs: { anchor: newAnchor() } }),
-  read: async (id, props) => ({ id, props }),
-  delete: async () => undefined,
-};
+export function stackAnchorProvider(host: ProviderProcess): dynamic.ResourceProvider<Props, Props> {
+  const organization = (inputs: Props) =>
+    typeof inputs.organization === "string" ? inputs.organization : undefined;
+  const judged = (olds: Props, news: Props) =>
+    host.anchorFor({ anchor: olds.anchor, place: olds.place }, host.log(urnOf(news)), organization(news));
+  const outs = (record: { anchor: string; place?: string }): Props =>
+    record.place === undefined ? { anchor: record.anchor } : { anchor: record.anchor, place: record.place };
+  return {
+    check: async (_olds, news) => ({ inputs: news }),
+    diff: async (_id, olds, news) => ({ changes: judged(olds, news).changed }),
+    create: async () => ({ id: "anchor", outs: outs(host.newAnchor()) }),
+    update: async (_id, olds, news) => ({ outs: outs(judged(olds, news).record) }),
+    read: async (id, props) => ({ id, props }),
+    delete: async () => undefined,
+  };
+}
 
 /**
  * Outputs with the resource's URN among them (`__urn`, which diffs ignore as they do the inputs'):
@@ -61,7 +74,10 @@ const withUrn = (outs: Props, urn: string | undefined): Props => (urn ? { ...out
  * secret wrappers (no longer the model's types); what comes in is what this face's check answered
  * (typed again with checkedInputs, as on the packaged face).
  */
-export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.ResourceProvider<Props, Props> {
+export function dynamicProvider<K extends ResourceKind>(
+  kind: K,
+  host: ProviderProcess,
+): dynamic.ResourceProvider<Props, Props> {
   const life = LIFECYCLES[kind];
   const leaves = SECRET_LEAVES[kind];
   /** Values going back to the engine, their secret leaves wrapped (the engine keeps the program's marks). */
@@ -78,20 +94,24 @@ export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.Resour
       };
     },
     async diff(id, olds, news) {
-      const { changed, replaces } = life.diff(olds, typed(news), id);
+      const plan = life.diff(olds, typed(news), id);
       // Always a definite answer: a missing `changes` would make the engine diff inputs itself.
-      return { changes: changed.length > 0, replaces, deleteBeforeReplace: false };
+      return {
+        changes: plan.changed.length > 0,
+        replaces: plan.replaces,
+        deleteBeforeReplace: plan.deleteBeforeReplace === true,
+      };
     },
     async create(inputs) {
       const urn = urnOf(inputs);
-      const { client, ctx } = operation(urn, { create: { anchor: anchorOf(inputs) } });
+      const { client, ctx } = host.operation(urn, { create: { anchor: anchorOf(inputs) } });
       const { id, outs } = await life.create(client, typed(inputs), ctx);
       return { id, outs: withUrn(withLastWrite(concealed(outs), client), urn) };
     },
     async read(id, props) {
       // The host hands read no URN: the outputs carry it (see withUrn), for the drift warnings.
       const urn = urnOf(props);
-      const { client, ctx } = operation(urn, { stored: props });
+      const { client, ctx } = host.operation(urn, { stored: props });
       const found = await life.read(client, id, props, ctx);
       if (found) {
         const outs = withUrn(withLastWrite(concealed(found.outs), client, props), urn);
@@ -101,12 +121,12 @@ export function dynamicProvider<K extends ResourceKind>(kind: K): dynamic.Resour
     },
     async update(id, olds, news) {
       const urn = urnOf(news);
-      const { client, ctx } = operation(urn);
+      const { client, ctx } = host.operation(urn);
       const outs = concealed(await life.update(client, id, olds, typed(news), ctx));
       return { outs: withUrn(withLastWrite(outs, client, olds), urn) };
     },
     async delete(id, props) {
-      const { client, ctx } = operation(undefined);
+      const { client, ctx } = host.operation(undefined);
       await life.delete(client, id, props, ctx);
     },
   };

@@ -21,33 +21,39 @@ interface EngineClient {
   log(request: unknown, callback: (error: unknown) => void): void;
 }
 
-let engine: { client: EngineClient; proto: EngineProto } | undefined;
+/** The engine's log as one provider process writes to it (held by its ProviderProcess). */
+export class EngineLog {
+  private engine: { client: EngineClient; proto: EngineProto } | undefined;
 
-/** Sends the log to the engine at `address` (host:port), from now on. */
-export function connectEngineLog(address: string): void {
-  const proto = fromPulumi<EngineProto>("@pulumi/pulumi/proto/engine_pb");
-  const { EngineClient } = fromPulumi<{ EngineClient: new (a: string, c: unknown) => EngineClient }>(
-    "@pulumi/pulumi/proto/engine_grpc_pb",
-  );
-  engine = { client: new EngineClient(address, grpc().credentials.createInsecure()), proto };
-}
+  /** Sends the log to the engine at `address` (host:port), from now on. */
+  connect(address: string): void {
+    const proto = fromPulumi<EngineProto>("@pulumi/pulumi/proto/engine_pb");
+    const { EngineClient } = fromPulumi<{ EngineClient: new (a: string, c: unknown) => EngineClient }>(
+      "@pulumi/pulumi/proto/engine_grpc_pb",
+    );
+    this.engine = { client: new EngineClient(address, grpc().credentials.createInsecure()), proto };
+  }
 
-function write(severity: Severity, message: string, urn?: string): void {
-  const toStderr = () => process.stderr.write(`${severity === "warn" ? "warning: " : ""}${message}\n`);
-  if (!engine) return void toStderr();
-  const request = new engine.proto.LogRequest();
-  request.setSeverity(severity === "warn" ? engine.proto.LogSeverity.WARNING : engine.proto.LogSeverity.INFO);
-  request.setMessage(message);
-  if (urn) request.setUrn(urn);
-  engine.client.log(request, (error) => {
-    if (error) toStderr();
-  });
-}
+  /** The log of the resource `urn` (or of the provider, when the face does not know the URN). */
+  of(urn?: string): ResourceLog {
+    return {
+      info: (message) => this.write("info", message, urn),
+      warn: (message) => this.write("warn", message, urn),
+    };
+  }
 
-/** The log of the resource `urn` (or of the provider, when the face does not know the URN). */
-export function resourceLog(urn?: string): ResourceLog {
-  return {
-    info: (message) => write("info", message, urn),
-    warn: (message) => write("warn", message, urn),
-  };
+  private write(severity: Severity, message: string, urn?: string): void {
+    const toStderr = () => process.stderr.write(`${severity === "warn" ? "warning: " : ""}${message}\n`);
+    const engine = this.engine;
+    if (!engine) return void toStderr();
+    const request = new engine.proto.LogRequest();
+    request.setSeverity(
+      severity === "warn" ? engine.proto.LogSeverity.WARNING : engine.proto.LogSeverity.INFO,
+    );
+    request.setMessage(message);
+    if (urn) request.setUrn(urn);
+    engine.client.log(request, (error) => {
+      if (error) toStderr();
+    });
+  }
 }

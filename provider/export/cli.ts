@@ -10,7 +10,7 @@ import { join, relative, resolve } from "node:path";
 import { errorMessage } from "../../sdk/contract";
 import { VERSION } from "../../sdk/version";
 import { type ParsedCommandLine, parseCommandLine, UsageError, usageExit } from "../../sdk/cli/command";
-import { currentSettings, edgeClient } from "../config";
+import { edgeClient, environmentSettings } from "../config";
 import { parseEdgeConfig } from "../declarative/load";
 import { exportFleet, filterFleet } from "./fleet";
 import { readFleet } from "./read";
@@ -31,8 +31,10 @@ export const EXPORT_USAGE = `usage: pulumi-edge export [--edge ID]... [--descrip
          --secrets-dir DIR       also write each secret's value to DIR/<config key> (mode 0600), to
                                  set it with \`pulumi config set --secret <key> < DIR/<key>\`;
                                  without it no secret value is written anywhere
-         --base-url URL          a running edge service (default EDGE_API_URL; key: EDGE_API_KEY);
-                                 without one, the embedded service's data directory
+         --base-url URL          a running edge service (default EDGE_API_URL; key: EDGE_API_KEY;
+                                 https://: EDGE_CA_CERTIFICATE for a private CA, EDGE_CLIENT_CERTIFICATE
+                                 and EDGE_CLIENT_KEY for mutual TLS); without one, the embedded
+                                 service's data directory
          --data-dir DIR          that data directory (default EDGE_DATA_DIR, else ./.edge-service)`;
 
 function regex(value: string | undefined, flag: string): RegExp | undefined {
@@ -132,7 +134,7 @@ async function exportCommand(argv: string[]): Promise<number> {
 
 /** The service to read: the providers' settings, with --base-url and --data-dir over them. */
 function sourceSettings(values: Values) {
-  const env = currentSettings();
+  const env = environmentSettings();
   return {
     ...env,
     baseUrl: values["base-url"] ?? env.baseUrl,

@@ -4,7 +4,13 @@
  * `pulumi import --file` takes, in the names `deployEdgeConfig` gives the resources. Pure.
  */
 import YAML from "yaml";
-import { type HttpsEdge, mapPaths, type Route, type TlsEdge } from "../../sdk/contract";
+import {
+  type HttpsEdge,
+  mapPaths,
+  type Route,
+  type TlsEdge,
+  type TlsIpRestriction,
+} from "../../sdk/contract";
 import { SecretRef, secretTag } from "../declarative/load";
 import { isProps, type Props } from "../model/check";
 import { edgeInputsOf } from "../model/edge";
@@ -69,6 +75,50 @@ export interface Exported {
 
 const TYPE = (name: string) => `edge:index:${name}`;
 
+/**
+ * One object of a fleet as `pulumi import` takes it: its type, the name `deployEdgeConfig` gives
+ * it (an edge's entry name, a route's under its edge's), and the id the packaged provider reads it
+ * by (a route's `<edgeId>/<routeId>`; a TLS IP restriction's, its edge's).
+ */
+export type FleetObject =
+  | { type: "HttpsEdge"; logical: [string]; id: string; edge: HttpsEdge }
+  | { type: "HttpsEdgeRoute"; logical: [string, string]; id: string; edge: HttpsEdge; route: Route }
+  | { type: "TlsEdge"; logical: [string]; id: string; edge: TlsEdge }
+  | {
+      type: "TlsEdgeIpRestriction";
+      logical: [string, "ipRestriction"];
+      id: string;
+      edge: TlsEdge;
+      module: TlsIpRestriction;
+    };
+
+/**
+ * Every object of the fleet, named: each edge followed by its routes (or its IP restriction),
+ * HTTPS edges first, oldest first (names are handed out in that order, so they are stable).
+ */
+export function fleetObjects(fleet: Fleet): FleetObject[] {
+  const out: FleetObject[] = [];
+  for (const [edge, name] of uniqueNames(byAge(fleet.https), edgeBaseName)) {
+    out.push({ type: "HttpsEdge", logical: [name], id: edge.id, edge });
+    for (const [route, routeName] of uniqueNames(byAge(edge.routes), routeBaseName))
+      out.push({
+        type: "HttpsEdgeRoute",
+        logical: [name, routeName],
+        id: `${edge.id}/${route.id}`,
+        edge,
+        route,
+      });
+  }
+  for (const [edge, name] of uniqueNames(byAge(fleet.tls), edgeBaseName)) {
+    out.push({ type: "TlsEdge", logical: [name], id: edge.id, edge });
+    if (edge.ip_restriction) {
+      const module = edge.ip_restriction;
+      out.push({ type: "TlsEdgeIpRestriction", logical: [name, "ipRestriction"], id: edge.id, edge, module });
+    }
+  }
+  return out;
+}
+
 /** The fleet in edges.yaml's form and the import file's; secrets referenced, their values set apart. */
 export function exportFleet(fleet: Fleet, opts: { version: string; header?: string[] }): Exported {
   const codeNames = new Identifiers();
@@ -76,14 +126,6 @@ export function exportFleet(fleet: Fleet, opts: { version: string; header?: stri
   const imports: ImportEntry[] = [];
   const secrets: SecretSlot[] = [];
   const counts = { httpsEdges: 0, routes: 0, tlsEdges: 0, ipRestrictions: 0 };
-  const entry = (type: string, logical: string[], id: string) =>
-    imports.push({
-      type: TYPE(type),
-      name: codeNames.take(logical),
-      logicalName: logical.join("."),
-      id,
-      version: opts.version,
-    });
   const edgeFields = (edge: HttpsEdge | TlsEdge): Props =>
     writtenInputs(
       "httpsEdge",
@@ -91,15 +133,26 @@ export function exportFleet(fleet: Fleet, opts: { version: string; header?: stri
     );
 
   const document: EdgesDocument = {};
-  const httpsNames = uniqueNames(byAge(fleet.https), edgeBaseName);
-  for (const [edge, name] of httpsNames) {
-    counts.httpsEdges++;
-    entry("HttpsEdge", [name], edge.id);
-    const routes: Record<string, Props> = {};
-    for (const [route, routeName] of uniqueNames(byAge(edge.routes), routeBaseName)) {
+  // fleetObjects gives an edge before its routes or module: they go into its entry.
+  let https: Props & { routes?: Record<string, Props> } = {};
+  let tls: Props & { ipRestriction?: Props } = {};
+  for (const o of fleetObjects(fleet)) {
+    imports.push({
+      type: TYPE(o.type),
+      name: codeNames.take(o.logical),
+      logicalName: o.logical.join("."),
+      id: o.id,
+      version: opts.version,
+    });
+    const [name] = o.logical;
+    if (o.type === "HttpsEdge") {
+      counts.httpsEdges++;
+      https = edgeFields(o.edge);
+      (document.httpsEdges ??= {})[name] = https;
+    } else if (o.type === "HttpsEdgeRoute") {
       counts.routes++;
-      entry("HttpsEdgeRoute", [name, routeName], `${edge.id}/${route.id}`);
-      routes[routeName] = routeEntry(route, (path, value) => {
+      const routeName = o.logical[1];
+      (https.routes ??= {})[routeName] = routeEntry(o.route, (path, value) => {
         // webHooksWebhookSecret, webLoginOauthGithubClientSecret, webDashOidcClientSecret
         const label = path
           .filter((p) => p !== "provider")
@@ -108,26 +161,18 @@ export function exportFleet(fleet: Fleet, opts: { version: string; header?: stri
         secrets.push({ key, where: ["httpsEdges", name, "routes", routeName, ...path].join("."), value });
         return new SecretRef(key);
       });
-    }
-    (document.httpsEdges ??= {})[name] = {
-      ...edgeFields(edge),
-      ...(Object.keys(routes).length > 0 ? { routes } : {}),
-    };
-  }
-  for (const [edge, name] of uniqueNames(byAge(fleet.tls), edgeBaseName)) {
-    counts.tlsEdges++;
-    entry("TlsEdge", [name], edge.id);
-    const tls: Props & { ipRestriction?: Props } = edgeFields(edge);
-    if (edge.ip_restriction) {
+    } else if (o.type === "TlsEdge") {
+      counts.tlsEdges++;
+      tls = edgeFields(o.edge);
+      (document.tlsEdges ??= {})[name] = tls;
+    } else {
       counts.ipRestrictions++;
-      entry("TlsEdgeIpRestriction", [name, "ipRestriction"], edge.id);
       const { edgeId: _edge, ...module } = writtenInputs(
         "tlsEdgeIpRestriction",
-        tlsIpRestrictionOutputsOf(edge.id, edge.ip_restriction),
+        tlsIpRestrictionOutputsOf(o.edge.id, o.module),
       );
       tls.ipRestriction = module;
     }
-    (document.tlsEdges ??= {})[name] = tls;
   }
 
   const doc = new YAML.Document(document, { customTags: [secretTag] });

@@ -9,9 +9,16 @@
  * Only events since the stack's last write to the object count (the state keeps that write's
  * `Request-Id`, LAST_WRITE_KEY; every page of them is read, newest first): the author of a drift is
  * the newest of them that changed the field, and only when nothing newer may have changed it
- * unseen. An event that lists only some of its fields (`truncated`), a trail that ends before the
- * stack's write (pruned, or too long to read), or an event whose recorded value is not the value
- * found, make the author unknown: no line, never another key.
+ * unseen. An event that lists only some of its fields (`truncated`), a trail too long to read, or
+ * an event whose recorded value is not the value found, make the author unknown: no line, never
+ * another key.
+ *
+ * A trail that ends without reaching the stack's write proves nothing about any event in it: a
+ * store restored from a backup holds events older than that write (the stack's own create among
+ * them, which set the value the restore brought back), retention pruning leaves newer ones, and
+ * nothing in an event tells the two apart. So then no key is named, and the line says why
+ * (authorship.ts: "author unknown: the service's history does not reach the stack's last change
+ * (request …): restored or pruned?"), for each drifted field and for an object found gone.
  *
  * A service without the trail (an older one: 404), or one the key may not ask, gives no
  * attribution and never an error: the drift itself is the engine's to show.
@@ -27,7 +34,13 @@ import {
 } from "../../sdk/contract";
 import { deepEqual } from "../model/canonical";
 import { camelPath as camelSegments } from "../model/case";
-import { type AuthorLabel, type AuthorLine, formatAuthorLine } from "./authorship";
+import {
+  type AuthorLabel,
+  type AuthorLine,
+  type AuthorVerb,
+  formatAuthorLine,
+  formatUnattributedLine,
+} from "./authorship";
 import type { OperationContext } from "./types";
 
 /**
@@ -60,15 +73,28 @@ const byWhom = (e: AuditEvent): Pick<AuthorLine, "at" | "key" | "request"> => ({
 const nameOf = (ctx: OperationContext | undefined, id: string) => ctx?.name ?? id;
 
 /**
+ * An object's trail since the stack's last write to it, as eventsSince reads it.
+ * - `complete`: read back to that write (without one: to the trail's beginning); only then does
+ *   every event in it follow the stack's write, so only then may one be named as an author.
+ * - `unreached`: the trail ended without that write (its request id): restored or pruned.
+ * Neither: too long to read (MOST_EVENTS).
+ */
+export interface Trail {
+  /** Newest first: since the stack's write when complete, else every event read. */
+  events: AuditEvent[];
+  complete: boolean;
+  unreached?: string;
+}
+
+/**
  * The events of `objectId` since the stack's last write to it (`since`: that write's request id;
- * none: the whole trail), newest first; `complete` when the trail was read back to that write (or
- * its beginning). Undefined when the service keeps no trail or may not tell.
+ * none: the whole trail), newest first. Undefined when the service keeps no trail or may not tell.
  */
 export async function eventsSince(
   client: EdgeClient,
   objectId: string,
   since: string | undefined,
-): Promise<{ events: AuditEvent[]; complete: boolean } | undefined> {
+): Promise<Trail | undefined> {
   const events: AuditEvent[] = [];
   let beforeId: string | undefined;
   try {
@@ -79,7 +105,10 @@ export async function eventsSince(
         events.push(e);
       }
       const last = page.audit_events.at(-1);
-      if (page.next_page_uri === null || last === undefined) return { events, complete: true };
+      if (page.next_page_uri === null || last === undefined)
+        return since === undefined
+          ? { events, complete: true }
+          : { events, complete: false, unreached: since };
       beforeId = last.id;
     }
     return { events, complete: false };
@@ -148,26 +177,22 @@ export async function attributeDrift(
   // An empty module is a leaf of its own path: one line for it, not two.
   const drifted = [...whole, ...paths.filter((p) => !whole.some((g) => p === g || p.startsWith(`${g}.`)))];
   const trail = await eventsSince(client, what.objectId, ctx.lastWrite);
-  if (!trail?.complete) return;
+  if (!trail || (!trail.complete && trail.unreached === undefined)) return;
   const lines: string[] = [];
   for (const path of drifted) {
-    const event = authorOf(trail.events, path, now);
-    if (!event) continue;
     // A field the state did not have was created, not changed.
-    const verb = gone.includes(path)
+    const verb: AuthorVerb = gone.includes(path)
       ? "deleted"
       : added.includes(path) || changes[path]?.before === undefined
         ? "created"
         : "changed";
-    lines.push(
-      formatAuthorLine({
-        label: what.label,
-        name: nameOf(ctx, what.id),
-        field: camelPath(path),
-        verb,
-        ...byWhom(event),
-      }),
-    );
+    const line = { label: what.label, name: nameOf(ctx, what.id), field: camelPath(path), verb };
+    if (trail.unreached !== undefined) {
+      lines.push(formatUnattributedLine({ ...line, since: trail.unreached }));
+      continue;
+    }
+    const event = authorOf(trail.events, path, now);
+    if (event) lines.push(formatAuthorLine({ ...line, ...byWhom(event) }));
   }
   if (lines.length > 0) ctx.log.warn(lines.join("\n"));
 }
@@ -182,31 +207,36 @@ export async function attributeDeletion(
   what: { label: AuthorLabel; id: string; objectId: string; parentId?: string },
 ): Promise<void> {
   if (!ctx?.log) return;
-  // A delete is its object's last event: the newest since the stack's write, or none.
-  const deletion = async (objectId: string, since?: string) => {
-    const newest = (await eventsSince(client, objectId, since))?.events[0];
+  // A delete is its object's last event. It is proof even where the trail does not reach the
+  // stack's write: ids are never reused, so the object the stack wrote existed until that delete.
+  const deleteOf = (trail: Trail | undefined) => {
+    const newest = trail?.events[0];
     return newest?.operation.startsWith("delete_") ? newest : undefined;
   };
-  const own = await deletion(what.objectId, ctx.lastWrite);
-  const parent = own || what.parentId === undefined ? undefined : await deletion(what.parentId);
+  const trail = await eventsSince(client, what.objectId, ctx.lastWrite);
+  const own = deleteOf(trail);
+  const parent =
+    own || what.parentId === undefined
+      ? undefined
+      : deleteOf(await eventsSince(client, what.parentId, undefined));
+  const line = { label: what.label, name: nameOf(ctx, what.id), verb: "deleted" as const };
   const event = own ?? parent;
-  if (!event) return;
-  ctx.log.warn(
-    formatAuthorLine({
-      label: what.label,
-      name: nameOf(ctx, what.id),
-      verb: "deleted",
-      ...(own ? {} : { withEdge: what.parentId }),
-      ...byWhom(event),
-    }),
-  );
+  if (event) {
+    ctx.log.warn(
+      formatAuthorLine({ ...line, ...(own ? {} : { withEdge: what.parentId }), ...byWhom(event) }),
+    );
+  } else if (trail?.unreached !== undefined) {
+    ctx.log.warn(formatUnattributedLine({ ...line, since: trail.unreached }));
+  }
 }
 
 /**
- * The secret leaves of a route answered redacted (a `read` key may not see them; gaps.md) that the
- * trail says changed since the stack's last write: the others are what the state holds. Without
- * the stack's write in the state (a state of 0.2.0), or a trail, none are said changed: a read
- * key must not make drift out of values it cannot see.
+ * The secret leaves of a route answered redacted (a `read` key may not see them) that the trail
+ * says changed since the stack's last write: the others are what the state holds. Without the
+ * stack's write in the state (a state of 0.2.0), or a trail, none are said changed: a read key
+ * must not make drift out of values it cannot see. A trail that does not reach the stack's write
+ * counts every event it holds: after pruning they all follow that write, and after a restore
+ * the restore may have brought back an older secret, which only a write puts right.
  */
 export async function secretsChangedSince(
   client: EdgeClient,

@@ -15,8 +15,8 @@ import { deleteIgnoringNotFound } from "../plan/execute";
 import { planEdge } from "../plan/edge";
 import { attributeDeletion, attributeDrift } from "./attribution";
 import type { AuthorLabel } from "./authorship";
-import { BadIdError, readOrGone } from "./errors";
-import { createOptions, heldByCreate, noteCreated } from "./held";
+import { BadIdError, isConflict, readOrGone } from "./errors";
+import { createOptions, heldByCreate, NOT_BY_THIS_IDENTITY, noteCreated, takeItOnPurpose } from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 type EdgeKind = "https" | "tls";
@@ -28,11 +28,13 @@ function calls(client: EdgeClient, kind: EdgeKind) {
         create: (b: EdgeInputs, keys: CreateOptions) => client.createHttpsEdge(edgeCreateRequest(b), keys),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getHttpsEdge(id),
         del: (id: string) => client.deleteHttpsEdge(id),
+        all: (): AsyncGenerator<HttpsEdge | TlsEdge> => client.allHttpsEdges(),
       }
     : {
         create: (b: EdgeInputs, keys: CreateOptions) => client.createTlsEdge(edgeCreateRequest(b), keys),
         get: (id: string): Promise<HttpsEdge | TlsEdge> => client.getTlsEdge(id),
         del: (id: string) => client.deleteTlsEdge(id),
+        all: (): AsyncGenerator<HttpsEdge | TlsEdge> => client.allTlsEdges(),
       };
 }
 
@@ -42,13 +44,14 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, Https
     check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
     diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),
     async create(client, inputs, ctx) {
-      const edge = await calls(client, kind).create(edgeConfigOf(inputs), createOptions(ctx));
-      noteCreated(label, edge.id, edge, ctx, {
-        importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
-        importId: edge.id,
-        dynamic:
-          "with the dynamic resources (which cannot adopt an edge) delete it if nothing uses it and run `pulumi up` again",
-      });
+      let edge;
+      try {
+        edge = await calls(client, kind).create(edgeConfigOf(inputs), createOptions(ctx));
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+        throw await hostportTaken(client, inputs, ctx?.name, e);
+      }
+      noteCreated(label, edge.id, edge, ctx);
       return { id: edge.id, outs: edgeOutputsOf(edge) };
     },
     locate(id) {
@@ -93,6 +96,36 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, Https
       await deleteIgnoringNotFound(() => calls(client, kind).del(id));
     },
   };
+}
+
+/**
+ * A create refused because a hostport belongs to another edge already (a hostport is served by one
+ * edge at a time: the edge's natural key): the error names that edge and how to take it.
+ */
+async function hostportTaken(
+  client: EdgeClient,
+  inputs: EdgeInputs,
+  name: string | undefined,
+  conflict: unknown,
+): Promise<Error> {
+  const wanted = new Set(inputs.hostports.map((h) => h.toLowerCase()));
+  for (const kind of ["https", "tls"] as const) {
+    for await (const edge of calls(client, kind).all()) {
+      const shared = edge.hostports.filter((h) => wanted.has(h.toLowerCase()));
+      if (shared.length === 0) continue;
+      const take = {
+        importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
+        importId: edge.id,
+        dynamic:
+          "with the dynamic resources (which cannot adopt an edge) delete it if nothing uses it and run `pulumi up` again",
+      };
+      return new Error(
+        `${kind === "https" ? "HTTPS" : "TLS"} edge ${edge.id} already serves ${shared.join(", ")} (a hostport belongs to one edge at a time): ` +
+          `${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(take, name)}. Otherwise give this edge other hostports.`,
+      );
+    }
+  }
+  return conflict instanceof Error ? conflict : new Error(String(conflict));
 }
 
 export const httpsEdgeLifecycle = edgeLifecycle("https");

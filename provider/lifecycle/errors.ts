@@ -1,14 +1,9 @@
 import { EdgeApiError } from "../../sdk/client";
-import type { Replayed } from "../../sdk/contract";
 
 export const isNotFound = (e: unknown): boolean => e instanceof EdgeApiError && e.isNotFound;
 export const isConflict = (e: unknown): boolean => e instanceof EdgeApiError && e.isConflict;
-/**
- * A keyed create whose key an earlier create of the same resource used with another body: by
- * which of its keys (see `EdgeApiError.keyReused`), else undefined.
- */
-export const keyReused = (e: unknown): Replayed | undefined =>
-  e instanceof EdgeApiError ? e.keyReused : undefined;
+/** A keyed create whose key an earlier create of the same resource used with another body (see `EdgeApiError.keyReused`). */
+export const keyReused = (e: unknown): boolean => e instanceof EdgeApiError && e.keyReused;
 
 /** Runs a read; "not found" means the object is gone (undefined). */
 export async function readOrGone<T>(run: () => Promise<T>): Promise<T | undefined> {

@@ -21,7 +21,15 @@ import {
   secretsChangedSince,
 } from "./attribution";
 import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
-import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
+import {
+  createOptions,
+  heldByCreate,
+  NOT_BY_THIS_IDENTITY,
+  noteAdopted,
+  noteCreated,
+  takeItOnPurpose,
+  type TakeOnPurpose,
+} from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 /**
@@ -78,30 +86,29 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs, Route> = {
         routeCreateRequest(desired),
         createOptions(ctx, { match_type: desired.match_type, match: desired.match }),
       );
-      noteCreated("route", route.id, route, ctx, takeRoute(desired.edge_id, route.id));
+      noteCreated("route", route.id, route, ctx);
     } catch (e) {
       const ours = keyReused(e);
-      if (ours === undefined && !isConflict(e)) throw e;
+      if (!ours && !isConflict(e)) throw e;
       const existing = await findByMatch(client, desired);
-      if (!existing || (ours === undefined && inputs.adopt !== true)) {
+      if (!existing || (!ours && inputs.adopt !== true)) {
+        const what = `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"`;
         throw new Error(
-          `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"` +
-            (existing ? ` (${existing.id})` : "") +
-            `. To manage that route with this resource set \`adopt: true\`; otherwise change \`match\`.`,
+          existing
+            ? `${what} (${existing.id}): ${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(takeRoute(desired.edge_id, existing.id), ctx?.name)}. Otherwise change \`match\`.`
+            : `${what}. Change \`match\`, or set \`adopt: true\` to manage that route with this resource.`,
         );
       }
-      // Ours (an earlier run made it for this resource, with other inputs), or adopted: brought to
-      // the desired configuration in place, no recreate.
-      if (ours !== undefined) {
-        const take = takeRoute(desired.edge_id, existing.id);
-        const how = takeFound("route", existing.id, existing.created_at, ours, ctx, take);
-        noteAdopted(
-          "route",
-          existing.id,
-          ctx,
-          `made for this resource by an earlier run with other inputs, found ${how}`,
-        );
-      } else noteAdopted("route", existing.id, ctx);
+      // Ours (an earlier create for this resource made it, with other inputs), or adopted: brought
+      // to the desired configuration in place, no recreate.
+      noteAdopted(
+        "route",
+        existing.id,
+        ctx,
+        ours
+          ? "made by an earlier create for this resource with other inputs, found by this stack's identity for it"
+          : undefined,
+      );
       const plan = planRoute(routeConfigOfResponse(existing), desired);
       route =
         plan.steps.length > 0

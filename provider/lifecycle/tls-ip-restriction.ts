@@ -14,14 +14,23 @@ import { planTlsIpRestriction } from "../plan/tls-ip-restriction";
 import { attributeDeletion, attributeDrift } from "./attribution";
 import type { AuthorLabel } from "./authorship";
 import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
-import { createOptions, heldByCreate, noteAdopted, noteCreated, takeFound, type TakeOnPurpose } from "./held";
+import {
+  createOptions,
+  heldByCreate,
+  NOT_BY_THIS_IDENTITY,
+  noteAdopted,
+  noteCreated,
+  takeItOnPurpose,
+  type TakeOnPurpose,
+} from "./held";
 import { encodeChecked, type Lifecycle } from "./types";
 
 const LABEL: AuthorLabel = "IP restriction of TLS edge";
 const TAKE = (edgeId: string): TakeOnPurpose => ({
   importType: "edge:index:TlsEdgeIpRestriction",
   importId: edgeId,
-  dynamic: "set `adopt: true` on the resource (dynamic resources)",
+  dynamic:
+    "set `adopt: true` on the resource (dynamic resources; its configuration then replaces the module's)",
 });
 
 /** The module's id is its TLS edge's id. */
@@ -58,25 +67,23 @@ export const tlsIpRestrictionLifecycle: Lifecycle<
         ...keys,
         identity: keys.identity ?? `unnamed ${inputs.edgeId}`,
       });
-      noteCreated(LABEL, inputs.edgeId, module, ctx, TAKE(inputs.edgeId));
+      noteCreated(LABEL, inputs.edgeId, module, ctx);
     } catch (e) {
-      const by = keyReused(e);
-      if (by !== undefined) {
-        // Made for this resource by an earlier run, with other inputs: replaced by these.
-        const how = takeFound(LABEL, inputs.edgeId, undefined, by, ctx, TAKE(inputs.edgeId));
+      if (keyReused(e)) {
+        // Made for this resource by an earlier create, with other inputs: replaced by these.
         noteAdopted(
           LABEL,
           inputs.edgeId,
           ctx,
-          `made for this resource by an earlier run with other inputs, found ${how}`,
+          "made by an earlier create for this resource with other inputs, found by this stack's identity for it",
         );
         module = await client.putTlsIpRestriction(inputs.edgeId, request);
       } else {
         if (!isConflict(e)) throw e;
         const existing = await readOrGone(() => client.getTlsIpRestriction(inputs.edgeId));
         throw new Error(
-          `TLS edge ${inputs.edgeId} already has an IP restriction module${existing ? ` (policies: ${existing.ip_policies.map((r) => r.id).join(", ")})` : ""}. ` +
-            "Set `adopt: true` to manage it with this resource (its configuration will be replaced by this one), or remove it first.",
+          `TLS edge ${inputs.edgeId} already has an IP restriction module${existing ? ` (policies: ${existing.ip_policies.map((r) => r.id).join(", ")})` : ""} (a TLS edge has one): ` +
+            `${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(TAKE(inputs.edgeId), ctx?.name)}. Otherwise remove it first.`,
         );
       }
     }

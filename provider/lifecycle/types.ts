@@ -5,7 +5,6 @@
  * adapts: its own wire types in, these out.
  */
 import type { EdgeClient } from "../../sdk/client";
-import type { CreateIdentity } from "../identity";
 import type { Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 
@@ -20,13 +19,21 @@ export interface ResourceLog {
   warn(message: string): void;
 }
 
+/** The objects a provider process's creates answered with (see ./held, `HeldObjects`). */
+export interface HeldSet {
+  add(label: string, id: string): void;
+  has(label: string, id: string): boolean;
+}
+
 /** What a face knows of the operation beyond its inputs. */
 export interface OperationContext {
   /**
    * Create only: the identity of the resource asking (provider/identity): the create is made once
    * for it, whatever was lost in this run or an earlier one.
    */
-  identity?: CreateIdentity;
+  identity?: string;
+  /** The objects this provider process's creates answered with (./held): a replacement's delete skips them. */
+  held?: HeldSet;
   /** The engine's log for this resource. */
   log?: ResourceLog;
   /** The resource's name (the last part of its URN), when the face knows it: what warnings call it. */

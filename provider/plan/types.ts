@@ -29,6 +29,11 @@ export type PlanStep = RouteStep | TlsIpRestrictionStep;
 export interface Plan<S extends PlanStep = PlanStep> {
   /** Properties whose change forces a new object (create the new one, delete the old one). */
   replaces: string[];
+  /**
+   * A replacement that can only be made once the old object is gone (it names what the old one
+   * holds: an edge's hostport): delete the old object first.
+   */
+  deleteBeforeReplace?: boolean;
   /** Properties that differ. Empty means no change at all. */
   changed: string[];
   /** The same, leaf by leaf, as Pulumi property paths: what a preview shows. */

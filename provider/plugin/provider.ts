@@ -6,9 +6,10 @@
 import { VERSION } from "../../sdk/version";
 import type * as provider from "@pulumi/pulumi/provider";
 import { isDeepStrictEqual } from "node:util";
-import { configureFromStack, engineConfig } from "../config";
-import { ANCHOR_KEY, isAnchor, newAnchor } from "../identity";
-import { operation, withLastWrite } from "../engine/call";
+import { engineConfig } from "../config";
+import { ANCHOR_KEY, type AnchorRecord, isAnchor, PLACE_KEY } from "../identity";
+import { withLastWrite } from "../engine/call";
+import { ProviderProcess } from "../engine/process";
 import type { EdgeClient } from "../../sdk/client";
 import {
   type Inputs,
@@ -109,6 +110,8 @@ export interface ProviderConfig {
   variables: Record<string, string>;
   /** The provider resource's name, where the engine tells it (`default_0_1_0` for a default provider). */
   name?: string;
+  /** The provider resource's URN, where the engine tells it. */
+  urn?: string;
 }
 
 /** A default provider is the stack config's, not the program's: `default` or `default_<version>`. */
@@ -126,6 +129,9 @@ const SECRET_CONFIG = Object.entries(PROVIDER_CONFIG)
 export class EdgeProvider implements provider.Provider {
   readonly version = VERSION;
 
+  /** The plugin process's state (see ../engine/process): made with the provider, at the process's start. */
+  constructor(readonly host: ProviderProcess = new ProviderProcess()) {}
+
   getSchema(): Promise<string> {
     return Promise.resolve(JSON.stringify(buildSchema(VERSION)));
   }
@@ -133,27 +139,36 @@ export class EdgeProvider implements provider.Provider {
   /**
    * The provider's inputs as the state keeps them: the secret ones wrapped, so a key set without
    * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this);
-   * and the stack's anchor (../identity), kept from `olds`, or made for a provider resource that
-   * has none yet (once per process and resource, however often the engine checks it).
+   * and the stack's anchor with its place (../identity), kept from `olds` where they still name
+   * this stack instance, else made anew (once per process and resource, however often the engine
+   * checks it).
    */
   checkConfig(urn: string, olds: unknown, news: unknown): Record<string, unknown> {
-    const kept = isProps(olds) ? olds[ANCHOR_KEY] : undefined;
-    let anchor = isAnchor(kept) ? kept : this.born.get(urn);
-    if (anchor === undefined) {
-      anchor = newAnchor();
-      this.born.set(urn, anchor);
-    }
-    return { ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}), [ANCHOR_KEY]: anchor };
+    const stored = isProps(olds) ? { anchor: olds[ANCHOR_KEY], place: olds[PLACE_KEY] } : {};
+    const { record } = this.host.anchorFor(stored, this.host.log(urn), undefined, () => {
+      let made = this.born.get(urn);
+      if (made === undefined) {
+        made = this.host.newAnchor();
+        this.born.set(urn, made);
+      }
+      return made;
+    });
+    return {
+      ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}),
+      [ANCHOR_KEY]: record.anchor,
+      ...(record.place === undefined ? {} : { [PLACE_KEY]: record.place }),
+    };
   }
-  private readonly born = new Map<string, string>();
+  private readonly born = new Map<string, AnchorRecord>();
 
   /**
-   * Whether the provider's inputs differ beyond the anchor (serve.ts answers DiffConfig with this):
-   * the anchor a 0.2.0 state lacks is no change. No change replaces the resources.
+   * Whether the provider's inputs differ beyond the anchor and its place (serve.ts answers
+   * DiffConfig with this): a new anchor (a first update, a copied state) is no change, and no
+   * change replaces the resources.
    */
   diffConfig(olds: unknown, news: unknown): boolean {
     const without = (v: unknown) => {
-      const { [ANCHOR_KEY]: _anchor, ...rest } = isProps(v) ? v : {};
+      const { [ANCHOR_KEY]: _anchor, [PLACE_KEY]: _place, ...rest } = isProps(v) ? v : {};
       return rest;
     };
     return !isDeepStrictEqual(without(olds), without(news));
@@ -163,8 +178,12 @@ export class EdgeProvider implements provider.Provider {
   private anchor: string | undefined;
 
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
-  configure({ args, variables, name }: ProviderConfig): void {
-    const anchor = args[ANCHOR_KEY];
+  configure({ args, variables, name, urn }: ProviderConfig): void {
+    // A new anchor this process's CheckConfig gave the provider resource (a first update, a copy,
+    // a damaged anchor) is in the state from this run on; but where DiffConfig saw no other change
+    // the engine configures the provider with the old inputs, so the new anchor is taken from here.
+    const made = urn === undefined ? undefined : this.born.get(urn)?.anchor;
+    const anchor = made ?? args[ANCHOR_KEY];
     this.anchor = isAnchor(anchor) ? anchor : undefined;
     // A default provider takes the stack's current config, which the engine hands the plugin
     // even where `args` are those saved at the last update (refresh and destroy without
@@ -172,7 +191,7 @@ export class EdgeProvider implements provider.Provider {
     const current = isDefaultProvider(name) ? engineConfig() : undefined;
     const revealed = reveal(args);
     const plain = current ?? (isProps(revealed) ? revealed : {});
-    configureFromStack({
+    this.host.configure({
       get: (key) => {
         const name = key.replace(/^edge:/, "");
         // Config values are scalars: strings, or numbers and booleans the engine parsed.
@@ -197,10 +216,13 @@ export class EdgeProvider implements provider.Provider {
   private readonly detailed = new Map<string, PropertyChange[]>();
 
   diff(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.DiffResult> {
-    const { changed, replaces, changes } = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
-    this.detailed.set(urn, changes);
-    // No create-before-delete clash exists: a replacement lives on another edge (or is another edge).
-    return Promise.resolve({ changes: changed.length > 0, replaces, deleteBeforeReplace: false });
+    const plan = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
+    this.detailed.set(urn, plan.changes);
+    return Promise.resolve({
+      changes: plan.changed.length > 0,
+      replaces: plan.replaces,
+      deleteBeforeReplace: plan.deleteBeforeReplace === true,
+    });
   }
 
   /** What the last Diff of `urn` changes, leaf by leaf (the framework's DiffResult has no room for it). */
@@ -212,7 +234,7 @@ export class EdgeProvider implements provider.Provider {
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = operation(urn, { create: { anchor: this.anchor } });
+    const { client, ctx } = this.host.operation(urn, { create: { anchor: this.anchor } });
     const { id, outs } = await handler.create(client, reveal(inputs), ctx);
     return {
       id: resourceId(kind, id, outs),
@@ -223,7 +245,7 @@ export class EdgeProvider implements provider.Provider {
   async read(id: string, urn: string, props?: unknown): Promise<provider.ReadResult> {
     const { kind, handler } = handlerFor(urn);
     const stored = reveal(props ?? {});
-    const { client, ctx } = operation(urn, { stored });
+    const { client, ctx } = this.host.operation(urn, { stored });
     const found = await handler.read(client, id, stored, ctx);
     if (!found) {
       // An import reads with no properties: nothing there is an error, not "deleted since".
@@ -241,13 +263,13 @@ export class EdgeProvider implements provider.Provider {
 
   async update(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.UpdateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = operation(urn);
+    const { client, ctx } = this.host.operation(urn);
     const outs = await handler.update(client, id, reveal(olds), reveal(news), ctx);
     return { outs: withLastWrite(this.concealed(kind, outs, news), client, reveal(olds)) };
   }
 
   async delete(id: string, urn: string, props: unknown): Promise<void> {
-    const { client, ctx } = operation(urn);
+    const { client, ctx } = this.host.operation(urn);
     await handlerFor(urn).handler.delete(client, id, reveal(props), ctx);
   }
 

@@ -330,6 +330,22 @@ export const PROVIDER_CONFIG: Record<string, PropertySpec> = {
     description:
       "Bound on one call to baseUrl, its retries and their waits included, in ms (default 60000); each retry is logged. Env fallback: EDGE_REQUEST_DEADLINE_MS.",
   },
+  caCertificate: {
+    type: "string",
+    description:
+      "For an https:// baseUrl signed by a private CA: that CA's certificate, trusted besides the system's CAs; its PEM text, or the path of a PEM file (relative to the program's directory). Env fallback: EDGE_CA_CERTIFICATE.",
+  },
+  clientCertificate: {
+    type: "string",
+    description:
+      "For a service that requires client certificates (mutual TLS): the certificate to present, as PEM text or a PEM file's path; set clientKey with it. EDGE_CLIENT_CERTIFICATE and EDGE_CLIENT_KEY, when set, win over both.",
+  },
+  clientKey: {
+    type: "string",
+    secret: true,
+    description:
+      "The private key of clientCertificate, unencrypted: PEM text (kept as a secret), or a PEM file's path. Env: EDGE_CLIENT_KEY (wins, with EDGE_CLIENT_CERTIFICATE).",
+  },
 };
 
 /** The package schema for `version` (the npm package's version). */

@@ -14,7 +14,6 @@
  * Each by wrapping the service implementation handed to grpc-js, nothing else.
  */
 import * as pulumiProvider from "@pulumi/pulumi/provider";
-import { connectEngineLog } from "../engine/log";
 import { fromPulumi } from "../engine/pulumi-internals";
 import { exitWhenEngineGone } from "../engine/watchdog";
 import type { PropertyChange } from "../plan/detail";
@@ -67,7 +66,13 @@ function mendServer(edge: EdgeProvider): void {
           call.request.getVariablesMap().forEach((v, k) => (variables[k] = v));
           const args = call.request.getArgs();
           const name = call.request.getName?.();
-          edge.configure({ args: args?.toJavaScript() ?? {}, variables, name: name || undefined });
+          const urn = call.request.getUrn();
+          edge.configure({
+            args: args?.toJavaScript() ?? {},
+            variables,
+            name: name || undefined,
+            urn: urn || undefined,
+          });
         } catch (e) {
           callback(e);
           return;
@@ -165,7 +170,7 @@ export function serve(edge: EdgeProvider, args: string[]): Promise<void> {
   mendServer(edge);
   const engine = engineAddress(args);
   if (engine) {
-    connectEngineLog(engine);
+    edge.host.connectEngine(engine);
     exitWhenEngineGone(engine);
   }
   return pulumiProvider.main(edge, args);

@@ -228,7 +228,7 @@ export interface HttpsEdgeArgs {
   description?: pulumi.Input<string>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   metadata?: pulumi.Input<string>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". A hostport belongs to one edge at a time: a create naming one that another edge has is a 409. At most 50. */
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 
@@ -238,7 +238,7 @@ export interface TlsEdgeArgs {
   description?: pulumi.Input<string>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   metadata?: pulumi.Input<string>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". A hostport belongs to one edge at a time: a create naming one that another edge has is a 409. At most 50. */
   hostports?: pulumi.Input<pulumi.Input<string>[]>;
 }
 

@@ -12,7 +12,9 @@
  *   creates carry, so that a create is made exactly once across runs (provider/identity).
  * - `__anchor`: the stack's anchor, which its state keeps as the output of one `StackAnchor`
  *   resource (`pulumi-nodejs:dynamic/edge:StackAnchor::pulumi-edge`, made with the stack's first
- *   resource of ours, deleted last): the other half of that identity (provider/identity).
+ *   resource of ours, deleted last): the other half of that identity (provider/identity). The
+ *   anchor is told the stack's organization, which names where the state lives on a backend that
+ *   several organizations share (identity/place).
  * Diffs ignore all three.
  */
 import * as pulumi from "@pulumi/pulumi";
@@ -25,17 +27,34 @@ const providerModule = (kind: ProviderKind | "stackAnchor"): string =>
 
 /**
  * The stack's anchor in its state (provider/identity): a random value the dynamic provider host
- * makes at the resource's create and keeps as its output; no object on the service.
+ * makes at the resource's create and keeps as its output, with the place of the state; no object
+ * on the service.
  */
 class StackAnchor extends pulumi.CustomResource {
   declare readonly anchor: pulumi.Output<string>;
   constructor() {
-    super(`pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}`, "pulumi-edge", {
+    const token = `pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}`;
+    super(token, STACK_ANCHOR_NAME, {
       __provider: providerModule("stackAnchor"),
+      __urn: urnOf(STACK_ANCHOR_NAME, token, undefined),
+      organization: organization(),
       anchor: undefined,
+      place: undefined,
     });
   }
 }
+
+/** The stack's organization; none outside an engine's run (a program under test without mocks). */
+function organization(): string | undefined {
+  try {
+    return pulumi.getOrganization();
+  } catch {
+    return undefined;
+  }
+}
+
+/** The StackAnchor resource's name: one per stack. */
+const STACK_ANCHOR_NAME = "pulumi-edge";
 
 /** One anchor per deployment (an Automation API process may run several: keyed by its monitor). */
 const anchors = new WeakMap<object, pulumi.Output<string>>();
@@ -64,22 +83,31 @@ let configChecked = false;
 
 /**
  * The engine saves the whole stack config as the dynamic provider's inputs in the state, a value
- * typed without `--secret` in plaintext: a plaintext `edge:apiKey` stops the program before any
- * resource is registered, so it never lands there.
+ * typed without `--secret` in plaintext: a plaintext `edge:apiKey`, or a plaintext `edge:clientKey`
+ * holding the key itself (a file's path is no secret), stops the program before any resource is
+ * registered, so it never lands there.
  */
-function refusePlaintextApiKey(): void {
+function refusePlaintextCredentials(): void {
   if (configChecked) return;
   configChecked = true;
   // The SDK's own test (marked internal in its typings; present since 3.x).
   const isConfigSecret: unknown = Reflect.get(pulumi.runtime, "isConfigSecret");
   if (typeof isConfigSecret !== "function") return;
-  if (
-    pulumi.runtime.getConfig("edge:apiKey") &&
-    Reflect.apply(isConfigSecret, undefined, ["edge:apiKey"]) !== true
-  ) {
+  const plaintext = (key: string) => Reflect.apply(isConfigSecret, undefined, [key]) !== true;
+  if (pulumi.runtime.getConfig("edge:apiKey") && plaintext("edge:apiKey")) {
     throw new pulumi.RunError(
       "edge:apiKey is set in plaintext, and the engine would save it in the state as it is. " +
         "Set it as a secret: pulumi config set --secret edge:apiKey <key> (or give it in EDGE_API_KEY).",
+    );
+  }
+  if (
+    pulumi.runtime.getConfig("edge:clientKey")?.includes("PRIVATE KEY-----") &&
+    plaintext("edge:clientKey")
+  ) {
+    throw new pulumi.RunError(
+      "edge:clientKey holds a private key in plaintext, and the engine would save it in the state as it is. " +
+        'Set it as a secret (pulumi config set --secret edge:clientKey -- "$(cat client.key)"), ' +
+        "give the key file's path instead, or give it in EDGE_CLIENT_KEY.",
     );
   }
 }
@@ -92,7 +120,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
-    refusePlaintextApiKey();
+    refusePlaintextCredentials();
     const token = `pulumi-nodejs:dynamic/edge:${type}`;
     super(
       token,

@@ -14,7 +14,7 @@ export interface HttpsEdgeOutputs {
   readonly description: pulumi.Output<EdgeOutputs["description"]>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   readonly metadata: pulumi.Output<EdgeOutputs["metadata"]>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". A hostport belongs to one edge at a time: a create naming one that another edge has is a 409. At most 50. */
   readonly hostports: pulumi.Output<EdgeOutputs["hostports"]>;
   /** URI of the edge as an API resource. */
   readonly uri: pulumi.Output<EdgeOutputs["uri"]>;
@@ -28,7 +28,7 @@ export interface TlsEdgeOutputs {
   readonly description: pulumi.Output<EdgeOutputs["description"]>;
   /** Arbitrary machine-readable user data. At most 4096 bytes of UTF-8. */
   readonly metadata: pulumi.Output<EdgeOutputs["metadata"]>;
-  /** Host and port pairs the edge listens on, e.g. "example.com:443". At most 50. */
+  /** Host and port pairs the edge listens on, e.g. "example.com:443". A hostport belongs to one edge at a time: a create naming one that another edge has is a 409. At most 50. */
   readonly hostports: pulumi.Output<EdgeOutputs["hostports"]>;
   /** URI of the edge as an API resource. */
   readonly uri: pulumi.Output<EdgeOutputs["uri"]>;

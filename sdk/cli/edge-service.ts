@@ -5,6 +5,7 @@
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
  *                    [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
+ *                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE] | env EDGE_TLS_*]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
  * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
@@ -21,6 +22,7 @@ import { apiKeysOf, checkNewKey, createKey, keysRequired, revokeKey } from "../s
 import { parseRetention } from "../service/audit-retention";
 import { batchedSink, LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../service/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../service/secrets";
+import type { TlsFiles } from "../service/tls";
 import {
   type RunningServer,
   type ServerOptions,
@@ -41,6 +43,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
                           [--log-format text|json] [--drain 5s] [--shutdown-grace 10s]
                           [--audit-retention 90d]
+                          [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]
+                           | env EDGE_TLS_CERT, EDGE_TLS_KEY, EDGE_TLS_CLIENT_CA]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
           balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
           32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
@@ -51,12 +55,21 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
           SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
           connections open for --drain (5s: a load balancer may be sending on one; 0 closes
-          them at once), let in-flight requests finish for --shutdown-grace (10s, 1.5s, 500ms),
-          then cut the connections still open, close the store and exit 0; a second signal
-          cuts them at once)
+          them at once), let in-flight requests finish until --shutdown-grace after the signal
+          (10s, 1.5s, 500ms; the drain runs inside it), then cut the connections still open,
+          close the store and exit 0; a second signal cuts them at once. --tls-cert, --tls-key:
+          serve HTTPS (TLS 1.2 or later) with this certificate (PEM, its chain after it) and its
+          unencrypted key; both are loaded again when a file changes, and on SIGHUP, with no
+          restart: new connections get the new certificate, open ones keep theirs; files that
+          cannot be served leave the old one serving, said in the log and in /readyz's detail.
+          --tls-client-ca: mutual TLS, every request but the probes needs a client certificate
+          one of these CAs signed. Without TLS on an address other than loopback, the log warns
+          that keys cross the network in clear)
        edge-service request METHOD PATH [--body JSON]
                           [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
-         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status)
+         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status;
+          an https:// URL trusts the system's CAs and EDGE_CA_CERTIFICATE, and presents
+          EDGE_CLIENT_CERTIFICATE with EDGE_CLIENT_KEY: PEM text or a file's path each)
        edge-service migrate --from DIR --to postgres://...
          (copies a SQLite data directory, its audit trail included, into an empty PostgreSQL
           database, in one transaction; sealed secrets are copied as they are: give the key with
@@ -76,7 +89,8 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
        edge-service keys revoke NAME
                           [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
          (named API keys, on the store itself: in force on every replica within a second, no
-          restart; no secrets key needed. read: the GETs (drift checks, metrics); write: every operation; admin: the
+          restart; no secrets key needed. The first key turns authentication on: from then on
+          every request needs a valid key, a stack's too. read: the GETs (drift checks, metrics); write: every operation; admin: the
           same, and these commands. create prints the key once, on stdout; only its SHA-256 is
           stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
        edge-service --help | --version`;
@@ -274,7 +288,9 @@ async function keys(
   });
   try {
     if (cmd.command === "create") {
+      const first = (await apiKeysOf(store)).length === 0;
       const key = await createKey(store, cmd.name, cmd.scope);
+      if (first) console.error(firstKeyNotice(cmd.name, store.location));
       console.error(
         `made key "${cmd.name}" (scope ${cmd.scope}) on ${store.location}; it is shown once, below, and only its hash is stored:`,
       );
@@ -312,6 +328,21 @@ async function keys(
   return 0;
 }
 
+/**
+ * What `keys create` says when it makes a store's first key: from then on every request needs a
+ * key (keysRequired), so a stack that deployed without one is refused on its next run. Said where
+ * the operator looks, with what each stack needs.
+ */
+function firstKeyNotice(name: string, location: string): string {
+  return [
+    `"${name}" is the first key of ${location}: authentication is now on. Within a second every`,
+    "server on this store, one started without --api-key too, refuses a request without a valid key",
+    "(401 ERR_EDGE_401: missing API key); only GET /healthz and /readyz stay open. Every stack and",
+    "client of the service needs a key now: make each its own (edge-service keys create NAME --scope",
+    "write) and give it to the stack (pulumi config set --secret edge:apiKey <key>) or in EDGE_API_KEY.",
+  ].join("\n");
+}
+
 /** One API call against a data directory (in-process) or a running service. */
 async function request(
   method: string,
@@ -320,7 +351,23 @@ async function request(
 ) {
   if (!path.startsWith("/")) throw new Error(`PATH must start with "/", got ${path}`);
   const transport = opts.url
-    ? httpTransport({ baseUrl: opts.url, apiKey: opts.apiKey, retries: 2 })
+    ? httpTransport({
+        baseUrl: opts.url,
+        apiKey: opts.apiKey,
+        retries: 2,
+        // The environment of pulumi-edge's settings: a private CA, a client certificate.
+        tls: {
+          caCertificate: process.env.EDGE_CA_CERTIFICATE || undefined,
+          clientCertificate: process.env.EDGE_CLIENT_CERTIFICATE || undefined,
+          clientKey: process.env.EDGE_CLIENT_KEY || undefined,
+        },
+        settingNames: {
+          baseUrl: "--url",
+          caCertificate: "EDGE_CA_CERTIFICATE",
+          clientCertificate: "EDGE_CLIENT_CERTIFICATE",
+          clientKey: "EDGE_CLIENT_KEY",
+        },
+      })
     : embeddedTransport({ dataDir: opts.data, secretsKeyFile: opts.secretsKeyFile });
   const response = await transport.send(
     new Request(transport.baseUrl + path, {
@@ -349,6 +396,9 @@ const OPTIONS = {
   "shutdown-grace": { type: "string" },
   drain: { type: "string" },
   "audit-retention": { type: "string", default: "90d" },
+  "tls-cert": { type: "string" },
+  "tls-key": { type: "string" },
+  "tls-client-ca": { type: "string" },
   from: { type: "string" },
   to: { type: "string" },
   "secrets-key-file": { type: "string", multiple: true },
@@ -372,6 +422,29 @@ type Command = (args: string[], values: Values) => Promise<number>;
 
 const databaseUrlOf = (values: Values) => values.database ?? (process.env.EDGE_DATABASE_URL || undefined);
 const apiKeyOf = (values: Values) => values["api-key"] ?? (process.env.EDGE_API_KEY || undefined);
+
+/** `serve`'s TLS files (each option, else its environment variable), or none: plain HTTP. */
+function tlsFilesOf(values: Values): TlsFiles | undefined {
+  const certFile = values["tls-cert"] ?? (process.env.EDGE_TLS_CERT || undefined);
+  const keyFile = values["tls-key"] ?? (process.env.EDGE_TLS_KEY || undefined);
+  const clientCaFile = values["tls-client-ca"] ?? (process.env.EDGE_TLS_CLIENT_CA || undefined);
+  if (certFile === undefined && keyFile === undefined) {
+    if (clientCaFile !== undefined) {
+      throw new UsageError(
+        "--tls-client-ca (EDGE_TLS_CLIENT_CA) asks clients for certificates over TLS: give the server's own with --tls-cert and --tls-key too",
+      );
+    }
+    return undefined;
+  }
+  if (certFile === undefined || keyFile === undefined) {
+    throw new UsageError(
+      certFile === undefined
+        ? "--tls-key (EDGE_TLS_KEY) needs the certificate it is the key of: give --tls-cert FILE (or EDGE_TLS_CERT) too"
+        : "--tls-cert (EDGE_TLS_CERT) needs the certificate's private key: give --tls-key FILE (or EDGE_TLS_KEY) too",
+    );
+  }
+  return { certFile, keyFile, clientCaFile };
+}
 
 /** The commands by name, each refusing positionals it does not take (the usage is printed). */
 const COMMANDS: Record<string, Command> = {
@@ -480,6 +553,7 @@ function serverOptions(
         ? DEFAULT_SHUTDOWN_GRACE_MS
         : durationMs("--shutdown-grace", values["shutdown-grace"]),
     auditRetentionMs,
+    tls: tlsFilesOf(values),
   };
 }
 
@@ -503,6 +577,15 @@ async function serve(values: Values): Promise<number> {
       `edge-service listening on ${server.url} (${server.store.kind === "sqlite" ? "data" : "database"}: ${server.store.location}, auth: ${await authSummary(server, options.apiKey !== undefined)})`,
     );
     const log = serviceLog(sink, options.logFormat);
+    if (options.drainMs > 0 && options.drainMs >= options.shutdownGraceMs) {
+      log.event(
+        "warn",
+        `--drain ${seconds(options.drainMs)} is not shorter than --shutdown-grace ${seconds(options.shutdownGraceMs)}: a stop ends at the grace, which cuts the drain short; give a drain above the time your load balancer takes to mark this replica down, and a grace above the drain`,
+      );
+    }
+    const { reloadTls } = server;
+    // Without TLS, SIGHUP keeps its default (the process ends), as before TLS came.
+    if (reloadTls) process.on("SIGHUP", () => reloadTls("SIGHUP"));
     const report = await stopOnSignals(server, options, log);
     const why = {
       finished: "every request finished in time",
@@ -563,7 +646,7 @@ function stopOnSignals(
       if (signals === 1) {
         log.event(
           "info",
-          `${signal} received: stopping; idle keep-alive connections stay open for up to ${seconds(drainMs)} (the drain), then in-flight requests have ${seconds(shutdownGraceMs)} to finish, then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
+          `${signal} received: stopping; idle keep-alive connections stay open for up to ${seconds(Math.min(drainMs, shutdownGraceMs))} (the drain), in-flight requests have until ${seconds(shutdownGraceMs)} after this signal to finish (the grace), then their connections are cut (a second SIGTERM or SIGINT cuts them now)`,
         );
         server.close().then(resolve, reject);
       } else if (signals === 2) {

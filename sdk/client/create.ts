@@ -16,11 +16,6 @@ export interface CreateOptions {
    */
   identity?: string;
   /**
-   * With `identity`: an identity an earlier create of this request may have used instead (sent as
-   * `Idempotency-Prior-Key`): the object it made is answered, and takes this create's key.
-   */
-  priorIdentity?: string;
-  /**
    * With `identity`: the part of the body that names the object (a route's match), when the key
    * should stay the same though the rest of the body changes; default the whole body. The
    * service still compares whole requests: the same key with another body is a 400 naming

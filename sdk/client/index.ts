@@ -9,7 +9,6 @@ import {
   fillPath,
   type HttpsEdge,
   IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENCY_PRIOR_KEY_HEADER,
   type ModuleRequestInput,
   type ModuleResponse,
   type Operation,
@@ -20,8 +19,6 @@ import {
   type QueryOptionsOf,
   queryString,
   REPLAYED_HEADER,
-  REPLAYED_VALUES,
-  type Replayed,
   type Route,
   type RouteModuleName,
   type SuccessOf,
@@ -73,14 +70,9 @@ export class EdgeApiError extends Error {
   get isUnauthorized(): boolean {
     return this.status === 401;
   }
-  /**
-   * A key of this create was used before with another body (see `CreateOptions.keyedOn`): its
-   * `Idempotency-Key` (`true`), or its `Idempotency-Prior-Key` (`prior`); else undefined.
-   */
-  get keyReused(): Replayed | undefined {
-    if (this.status !== 400) return undefined;
-    if (this.field === IDEMPOTENCY_KEY_HEADER) return "true";
-    return this.field === IDEMPOTENCY_PRIOR_KEY_HEADER ? "prior" : undefined;
+  /** This create's `Idempotency-Key` was used before with another body (see `CreateOptions.keyedOn`). */
+  get keyReused(): boolean {
+    return this.status === 400 && this.field === IDEMPOTENCY_KEY_HEADER;
   }
 }
 
@@ -110,13 +102,13 @@ async function* allPages<P extends { next_page_uri: string | null }, T extends {
   }
 }
 
-const replayed = new WeakMap<object, Replayed>();
 /**
- * Whether a create's answer is an object an earlier create made (not a new one), and by which of
- * its keys: `true`, its `Idempotency-Key`; `prior`, its `Idempotency-Prior-Key`.
+ * The mark a create's answer carries when it is an object an earlier create with its
+ * `Idempotency-Key` made (not a new one): a property of the answer itself, hidden from JSON.
  */
-export const replayedBy = (answer: object): Replayed | undefined => replayed.get(answer);
-export const wasReplayed = (answer: object): boolean => replayed.has(answer);
+const REPLAYED = Symbol("edge.replayed");
+/** Whether a create's answer is an object an earlier create with its key made (see REPLAYED). */
+export const wasReplayed = (answer: object): boolean => REPLAYED in answer;
 
 /**
  * The client: every operation of the table as a method (./operations, generated from it), and
@@ -227,11 +219,7 @@ export class EdgeClient extends EdgeOperations {
     const keyOf = (identity: string | undefined) =>
       identity === undefined ? undefined : idempotencyKeyFor(identity, op.method, path, keyed);
     const key = create?.idempotencyKey ?? keyOf(create?.identity);
-    if (key !== undefined) {
-      headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()] = key;
-      const prior = keyOf(create?.priorIdentity);
-      if (prior !== undefined && prior !== key) headers[IDEMPOTENCY_PRIOR_KEY_HEADER.toLowerCase()] = prior;
-    }
+    if (key !== undefined) headers[IDEMPOTENCY_KEY_HEADER.toLowerCase()] = key;
     const request = new Request(this.transport.baseUrl + path, { method: op.method, headers, body: text });
     const response = await this.transport.send(request, this.options);
     const operationId = response.headers.get(OPERATION_ID_HEADER) ?? undefined;
@@ -274,9 +262,11 @@ export class EdgeClient extends EdgeOperations {
       });
     }
     const data: unknown = parsed.data;
-    const how = REPLAYED_VALUES.find((v) => v === response.headers.get(REPLAYED_HEADER));
-    if (how !== undefined && typeof data === "object" && data !== null) replayed.set(data, how);
-    if (op.method !== "GET" && how === undefined && operationId !== undefined) this.written = operationId;
+    const replayed = response.headers.get(REPLAYED_HEADER) === "true";
+    if (replayed && typeof data === "object" && data !== null) {
+      Object.defineProperty(data, REPLAYED, { value: true, enumerable: false });
+    }
+    if (op.method !== "GET" && !replayed && operationId !== undefined) this.written = operationId;
     return data as SuccessOf<O>;
   }
 }

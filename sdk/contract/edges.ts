@@ -22,9 +22,17 @@ export const edgeCreateSchema = z.strictObject({
   hostports: z
     .array(hostportSchema, { error: "must be a list of host:port strings" })
     .max(LIST_MAX_ITEMS.hostports, { error: tooManyItemsMessage(LIST_MAX_ITEMS.hostports) })
+    .superRefine((hostports, ctx) => {
+      // Hosts compare without regard to case: "A.com:443" and "a.com:443" are one hostport.
+      const seen = new Set<string>();
+      hostports.forEach((h, i) => {
+        if (seen.has(h.toLowerCase())) ctx.addIssue({ code: "custom", path: [i], message: "appears twice" });
+        seen.add(h.toLowerCase());
+      });
+    })
     .default([])
     .describe(
-      `Host and port pairs the edge listens on, e.g. "example.com:443". At most ${LIST_MAX_ITEMS.hostports}.`,
+      `Host and port pairs the edge listens on, e.g. "example.com:443". A hostport belongs to one edge at a time: a create naming one that another edge has is a 409. At most ${LIST_MAX_ITEMS.hostports}.`,
     ),
 });
 export type EdgeCreate = z.input<typeof edgeCreateSchema>;

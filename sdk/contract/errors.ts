@@ -57,12 +57,10 @@ export type ErrorBody = z.infer<typeof errorBodySchema>;
 export const OPERATION_ID_HEADER = "Request-Id";
 
 /**
- * Header of a keyed create's answer when an earlier create made the object: `true` when that
- * create had the same `Idempotency-Key`, `prior` when it had the request's `Idempotency-Prior-Key`.
+ * Header of a keyed create's answer when an earlier create with the same `Idempotency-Key` made the
+ * object: `true`.
  */
 export const REPLAYED_HEADER = "Idempotent-Replayed";
-export const REPLAYED_VALUES = ["true", "prior"] as const;
-export type Replayed = (typeof REPLAYED_VALUES)[number];
 
 /**
  * A property of a thrown value of unknown type (a driver's `code`, a fetch failure's `cause`):

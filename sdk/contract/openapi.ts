@@ -6,19 +6,12 @@
  * responses their output side (total).
  */
 import { z } from "zod";
-import {
-  ERROR_CODES,
-  errorBodySchema,
-  OPERATION_ID_HEADER,
-  REPLAYED_HEADER,
-  REPLAYED_VALUES,
-} from "./errors";
+import { ERROR_CODES, errorBodySchema, OPERATION_ID_HEADER, REPLAYED_HEADER } from "./errors";
 import { ID_PATTERN, MAX_BODY_BYTES } from "./limits";
 import { TEXT_RULE_SUMMARY } from "./text";
 import {
   ALL_OPERATIONS,
   IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENCY_PRIOR_KEY_HEADER,
   IDEMPOTENCY_KEY_PATTERN,
   MODULE_OPERATIONS,
   type Operation,
@@ -102,14 +95,6 @@ function operation(op: Operation, opLinks?: Json): Json {
         "Makes the create exactly-once: a repeat with the same key and body, in this call or long after, answers the object the first one made, as it is now, for as long as it exists (the answer then carries `Idempotent-Replayed: true`); the same key with another body is a 400.",
       schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
     });
-    parameters.push({
-      name: IDEMPOTENCY_PRIOR_KEY_HEADER,
-      in: "header",
-      required: false,
-      description:
-        "With an Idempotency-Key: a key an earlier create of the same request may have used instead. When no object carries the Idempotency-Key, the object made with this key is answered (`Idempotent-Replayed: prior`) and carries the Idempotency-Key from then on; the same key with another body is a 400.",
-      schema: { type: "string", pattern: IDEMPOTENCY_KEY_PATTERN.source },
-    });
   }
   const success = op.success;
   const headers = {
@@ -117,10 +102,9 @@ function operation(op: Operation, opLinks?: Json): Json {
     ...(op.idempotent
       ? {
           [REPLAYED_HEADER]: {
-            description:
-              "`true` when an earlier request with this Idempotency-Key made the object answered; `prior` when one with this request's Idempotency-Prior-Key did.",
+            description: "`true` when an earlier request with this Idempotency-Key made the object answered.",
             required: false,
-            schema: { type: "string", enum: [...REPLAYED_VALUES] },
+            schema: { type: "string", enum: ["true"] },
           },
         }
       : {}),

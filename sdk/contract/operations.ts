@@ -34,13 +34,8 @@ export const scopeCovers = (held: Scope, needed: Scope): boolean =>
 
 /** The header of an idempotent create, and what a key may be: 1 to 255 visible ASCII characters. */
 export const IDEMPOTENCY_KEY_HEADER = "Idempotency-Key";
-/**
- * A key an earlier create of the same request may have used instead (the provider's guess before
- * a stack's state anchors its identity): its object is answered too, and takes the new key.
- */
-export const IDEMPOTENCY_PRIOR_KEY_HEADER = "Idempotency-Prior-Key";
 export const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
-/** An `Idempotency-Key` (or prior key) header's value, checked like every string of a request. */
+/** An `Idempotency-Key` header's value, checked like every string of a request. */
 export const idempotencyKeySchema = keptText().regex(IDEMPOTENCY_KEY_PATTERN, {
   error: "must be 1 to 255 visible ASCII characters",
 });
@@ -153,6 +148,17 @@ const BODY_ERRORS = [413, 415] as const;
 /** The body of a health or readiness answer: nothing beyond "ok" (no version, no database, no counts). */
 export const healthSchema = z.object({ status: z.literal("ok") });
 
+/** The body of a readiness answer: "ok", and what the operator should look at while it stays ready. */
+export const readySchema = healthSchema.extend({
+  detail: z
+    .string()
+    .optional()
+    .describe(
+      "Present while the service is ready but something needs its operator: the TLS certificate files could not be reloaded (the certificate loaded before is still served). The reason is in the service's log.",
+    ),
+});
+export type ReadyBody = z.infer<typeof readySchema>;
+
 /** The media type of Prometheus' text exposition format (what `GET /metrics` answers). */
 export const PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -180,7 +186,7 @@ function edgeOperations<K extends "https" | "tls", One extends z.ZodType, List e
       body: { schema: edgeCreateSchema, ref: "EdgeCreate" },
       idempotent: true,
       success: { status: 201, schema: one, ref: Edge, description: `The ${label} edge.` },
-      errors: BODY_ERRORS,
+      errors: [409, ...BODY_ERRORS],
     }),
     list: op({
       id: `list_${kind}_edges`,
@@ -420,7 +426,7 @@ export const OPERATIONS = {
         "Readiness: the database is reachable, holds the schema this service expects, takes writes, and this server holds the secrets keys its values are sealed under (503 otherwise, for as long as requests would fail; the reason is in the service's log)",
       tag: "Meta",
       public: true,
-      success: { status: 200, schema: healthSchema, ref: "Health", description: "Ready to serve requests." },
+      success: { status: 200, schema: readySchema, ref: "Ready", description: "Ready to serve requests." },
       errors: [503],
     }),
     metrics: op({

@@ -6,7 +6,7 @@
  * them with the middleware of ./middleware, the probes, and the one error handler.
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { ALL_OPERATIONS, buildOpenApi, errorMessage, OPERATIONS } from "../contract";
+import { ALL_OPERATIONS, buildOpenApi, errorMessage, OPERATIONS, type ReadyBody } from "../contract";
 import { startAuditPruner } from "./audit-retention";
 import {
   CLIENT_CLOSED_REQUEST,
@@ -22,6 +22,7 @@ import { type LogFormat, type ServiceLog, serviceLog } from "./log";
 import type { ServiceMetrics } from "./metrics";
 import { KeyRing } from "./api-keys";
 import { bearerAuth } from "./middleware/bearer-auth";
+import { clientCertificate } from "./middleware/client-certificate";
 import { notFoundOrMethodNotAllowed } from "./middleware/method-not-allowed";
 import { rateLimit } from "./middleware/rate-limit";
 import { requestLog } from "./middleware/request-log";
@@ -73,6 +74,16 @@ export interface EdgeAppOptions {
    * the standalone server says "stopping" from a stop's start.
    */
   hostNotReady?: () => string | undefined;
+  /**
+   * What `GET /readyz` says beside "ok" while the service serves but its operator should look
+   * (the standalone server: TLS files that could not be reloaded).
+   */
+  readyDetail?: () => string | undefined;
+  /**
+   * Every request but the probes must come over a TLS connection whose client certificate the
+   * server verified (mutual TLS: the standalone server with client CAs); else a 401 says so.
+   */
+  clientCertificates?: boolean;
 }
 
 const DEFAULT_RESPONSE_CACHE_BYTES = 8 * 1024 * 1024;
@@ -169,7 +180,7 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
   // The API describes itself (gaps.md), generated from the same table; rendered once.
   let openApi: unknown;
   routes.serve(OPERATIONS.meta.openapi, () => (openApi ??= buildOpenApi()));
-  serveProbes(routes, metrics);
+  serveProbes(routes, metrics, opts.readyDetail);
   routes.assertComplete();
 
   app.notFound(notFoundOrMethodNotAllowed(app));
@@ -196,7 +207,7 @@ function storeReadiness(
   return new Readiness(
     () => store.whyNotReady(),
     log,
-    { hostNotReady },
+    { hostNotReady, unavailableSeen: () => store.unavailableSeen?.() ?? 0 },
     () =>
       store.probeWrite().then(
         () => undefined,
@@ -214,6 +225,8 @@ function useMiddleware(
 ) {
   const middleware: MiddlewareHandler<Env>[] = [];
   if (log) middleware.push(requestLog(log));
+  // Before the key: a connection without a verified certificate gets nothing else of the API.
+  if (opts.clientCertificates) middleware.push(exceptPublic(clientCertificate()));
   if (opts.apiKey !== undefined || opts.namedKeys) {
     middleware.push(exceptPublic(bearerAuth(new KeyRing(opts.store, opts.apiKey))));
   }
@@ -230,7 +243,11 @@ function useMiddleware(
 const OK = JSON.stringify({ status: "ok" });
 
 /** The probes and the metrics: answered afresh for each request. */
-function serveProbes(routes: OperationRoutes, metrics: ServiceMetrics | undefined): void {
+function serveProbes(
+  routes: OperationRoutes,
+  metrics: ServiceMetrics | undefined,
+  readyDetail: (() => string | undefined) | undefined,
+): void {
   // Alive while the process answers: the database is not asked, so an outage of it never gets
   // every replica restarted by its orchestrator.
   routes.serveLive(OPERATIONS.meta.health, (c) => respond(c, 200, OK));
@@ -242,7 +259,12 @@ function serveProbes(routes: OperationRoutes, metrics: ServiceMetrics | undefine
         { headers: { "Retry-After": "1" } },
       );
     }
-    return respond(c, 200, OK);
+    const detail = readyDetail?.();
+    return respond(
+      c,
+      200,
+      detail === undefined ? OK : JSON.stringify({ status: "ok", detail } satisfies ReadyBody),
+    );
   });
   routes.serveLive(OPERATIONS.meta.metrics, async (c) => {
     if (!metrics) {

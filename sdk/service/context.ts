@@ -9,7 +9,6 @@ import {
   type Operation,
   OPERATION_ID_HEADER,
   REPLAYED_HEADER,
-  type Replayed,
   type Scope,
 } from "../contract";
 import { ApiError } from "./errors";
@@ -22,7 +21,8 @@ export type Env = {
   Variables: {
     operationId: string;
     body: unknown;
-    replayed: Replayed;
+    /** A keyed create answered with the object an earlier create with its key made. */
+    replayed: boolean;
     /** The operation of the table the request matched (set before any middleware runs); none for a 404/405. */
     operation: Operation | undefined;
     /** The name of the API key the request was authenticated with (set by the auth middleware). */
@@ -56,7 +56,7 @@ export function respond(
   const headers: Record<string, string> = { [OPERATION_ID_HEADER]: operationId(c) };
   if (body !== null) headers["Content-Type"] = contentType;
   const replayed = c.get("replayed");
-  if (replayed) headers[REPLAYED_HEADER] = replayed;
+  if (replayed) headers[REPLAYED_HEADER] = "true";
   return new Response(body, { status, headers });
 }
 

@@ -10,7 +10,6 @@ import {
   ALL_OPERATIONS,
   ID_PATTERN,
   IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENCY_PRIOR_KEY_HEADER,
   idempotencyKeySchema,
   issuesToProblems,
   keptText,
@@ -91,20 +90,13 @@ function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics |
     return value;
   };
   const key = header(IDEMPOTENCY_KEY_HEADER);
-  const prior = header(IDEMPOTENCY_PRIOR_KEY_HEADER);
-  if (prior !== undefined && key === undefined) {
-    throw ApiError.invalid([
-      { field: IDEMPOTENCY_PRIOR_KEY_HEADER, msg: `only goes with an ${IDEMPOTENCY_KEY_HEADER}` },
-    ]);
-  }
   return {
     baseUrl,
     actor,
     redactSecrets,
     idempotencyKey: key,
-    idempotencyPriorKey: prior,
-    onReplay: (by) => {
-      c.set("replayed", by);
+    onReplay: () => {
+      c.set("replayed", true);
       metrics?.replayed(op.id);
     },
   };

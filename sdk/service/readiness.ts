@@ -4,6 +4,11 @@
  * without a key), and always answered within a bound. The reason goes to the operator's log when
  * readiness changes, never to the caller.
  *
+ * A "ready" answer is reused only while the store has met no sign that its database is gone
+ * (Store.unavailableSeen: a pooled connection lost, a request that could not reach it): after
+ * one, the next probe asks the store again, so a database killed under a ready server shows at
+ * that probe, not up to a second later.
+ *
  * Readiness and writes agree: once a write failed for the storage's sake (disk full, read-only:
  * see ./write-faults), the service is not ready until a write succeeds again, a request's or the
  * probe write each check then makes; the first successful write makes it ready at once.
@@ -20,16 +25,27 @@ export interface ReadinessOptions {
    * store's check and never reused, so that it shows at once; not logged (the host says it).
    */
   hostNotReady?: () => string | undefined;
+  /** The store's count of signs that its database is gone (see Store.unavailableSeen). */
+  unavailableSeen?: () => number;
+}
+
+/** A check's answer, and the count of signs of a lost database when the check began. */
+interface Checked {
+  at: number;
+  reason: string | undefined;
+  seen: number;
 }
 
 export class Readiness {
-  private last?: { at: number; reason: string | undefined };
+  private last?: Checked;
   /** The operator's line of the last write that failed for the storage's sake, until one succeeds. */
   private writeFault?: string;
-  private running?: Promise<string | undefined>;
+  /** The check in flight, shared by the probes that may take its answer. */
+  private running?: { seen: number; reason: Promise<string | undefined> };
   private readonly reuseMs: number;
   private readonly timeoutMs: number;
   private readonly hostNotReady: () => string | undefined;
+  private readonly unavailableSeen: () => number;
 
   constructor(
     private readonly check: () => Promise<string | undefined>,
@@ -41,16 +57,34 @@ export class Readiness {
     this.reuseMs = opts.reuseMs ?? 1000;
     this.timeoutMs = opts.timeoutMs ?? 3000;
     this.hostNotReady = opts.hostNotReady ?? (() => undefined);
+    this.unavailableSeen = opts.unavailableSeen ?? (() => 0);
   }
 
-  /** Why the service is not ready, or undefined when it is. Concurrent callers share one check. */
+  /**
+   * Why the service is not ready, or undefined when it is. Concurrent callers share one check,
+   * unless a sign of a lost database came after it began: then they ask again.
+   */
   whyNot(): Promise<string | undefined> {
     const host = this.hostNotReady();
     if (host !== undefined) return Promise.resolve(host);
-    if (this.last && performance.now() - this.last.at < this.reuseMs)
-      return Promise.resolve(this.last.reason);
-    this.running ??= this.run().finally(() => (this.running = undefined));
-    return this.running;
+    const seen = this.unavailableSeen();
+    const last = this.last;
+    if (
+      last &&
+      performance.now() - last.at < this.reuseMs &&
+      (last.reason !== undefined || last.seen === seen)
+    )
+      return Promise.resolve(last.reason);
+    if (this.running?.seen !== seen) {
+      const running = {
+        seen,
+        reason: this.run(seen).finally(() => {
+          if (this.running === running) this.running = undefined;
+        }),
+      };
+      this.running = running;
+    }
+    return this.running.reason;
   }
 
   /**
@@ -60,7 +94,7 @@ export class Readiness {
   writeFailed(line: string): void {
     if (this.writeFault !== line) this.log?.event("error", line);
     this.writeFault = line;
-    this.last = { at: performance.now(), reason: line };
+    this.last = { at: performance.now(), reason: line, seen: this.unavailableSeen() };
   }
 
   /** A write succeeded: a fault of the storage is over. */
@@ -81,7 +115,7 @@ export class Readiness {
     return undefined;
   }
 
-  private async run(): Promise<string | undefined> {
+  private async run(seen: number): Promise<string | undefined> {
     let timer: NodeJS.Timeout | undefined;
     const reason = await Promise.race([
       this.checkAll().catch(
@@ -95,7 +129,9 @@ export class Readiness {
       }),
     ]).finally(() => clearTimeout(timer));
     const before = this.last;
-    this.last = { at: performance.now(), reason };
+    // A check begun before another that has answered already says something older: not kept.
+    if (before !== undefined && before.seen > seen) return reason;
+    this.last = { at: performance.now(), reason, seen };
     if (reason !== undefined && reason !== before?.reason) this.log?.event("warn", `not ready: ${reason}`);
     else if (reason === undefined && before?.reason !== undefined) this.log?.event("info", "ready again");
     return reason;

@@ -1,5 +1,6 @@
 /** The standalone server: the same app on a socket, with a graceful stop that always ends. */
 import { Server as HttpServer, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer, Server as HttpsServer } from "node:https";
 import { Server as NetServer, type Socket } from "node:net";
 import { serve } from "@hono/node-server";
 import { apiKeysOf } from "./api-keys";
@@ -9,6 +10,7 @@ import type { Store } from "./store";
 import { Secrets, type SecretsKey, UNSEALED_WARNING } from "./secrets";
 import { openStore } from "./store-open";
 import { Presence } from "./presence";
+import { ServedTls, type TlsFiles, type TlsReload } from "./tls";
 
 export interface ServerOptions {
   /** Data directory (created if missing), or ":memory:": the SQLite store. */
@@ -17,7 +19,10 @@ export interface ServerOptions {
   databaseUrl?: string;
   /** PostgreSQL: connections of this replica's pool (default 10). */
   poolSize?: number;
-  /** Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one in force). */
+  /**
+   * Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one
+   * in force); without `tls` the server warns that keys and secrets cross the network in clear.
+   */
   host?: string;
   /** Default 8080; 0 picks a free port. */
   port?: number;
@@ -41,8 +46,9 @@ export interface ServerOptions {
   /** How long audit events are kept (see EdgeAppOptions; `serve` defaults to 90 days). */
   auditRetentionMs?: number;
   /**
-   * How long `close()` lets in-flight requests finish before it cuts the connections still open
-   * (default DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
+   * How long a stop may take: `close()` lets in-flight requests finish until this long after it
+   * began (the drain included), then cuts the connections still open (default
+   * DEFAULT_SHUTDOWN_GRACE_MS). Kubernetes sends SIGKILL 30 s after SIGTERM by default.
    */
   shutdownGraceMs?: number;
   /**
@@ -53,11 +59,17 @@ export interface ServerOptions {
    * server listens no more (new connections are refused, which a balancer retries elsewhere and
    * its health check sees), and answers each request still arriving on an open connection with
    * `Connection: close`; the drain ends early once every connection has closed. Set it above the
-   * time the balancer takes to mark a replica down (deploy/haproxy.cfg: 2 checks 1 s apart).
+   * time the balancer takes to mark a replica down (deploy/haproxy.cfg: 2 checks 1 s apart), and
+   * below `shutdownGraceMs`: the drain runs inside the grace, which cuts a longer one short.
    */
   drainMs?: number;
   /** How often the server records in the store that it is alive (see ./presence); default HEARTBEAT_MS. */
   heartbeatMs?: number;
+  /**
+   * Serve HTTPS with these PEM files (see ./tls): checked before the store is opened (a file that
+   * cannot be served fails the start, naming it), then watched and loaded again when they change.
+   */
+  tls?: TlsFiles;
 }
 
 /** The default of `shutdownGraceMs`: well within an orchestrator's usual 30-s grace. */
@@ -92,17 +104,26 @@ export interface StopReport {
 }
 
 export interface RunningServer {
+  /** `https://...` with `tls`, else `http://...`. */
   url: string;
   port: number;
   store: Store;
   /**
    * Stops accepting connections; answers every request from then on with `Connection: close`;
    * keeps idle connections open for `drainMs` (or until all closed), then closes them;
-   * lets in-flight requests finish for `shutdownGraceMs`, then cuts the connections still open
-   * (a client stalled mid-request included); then closes the store. `now` cuts them at once,
+   * lets in-flight requests finish until `shutdownGraceMs` after the call (the drain runs inside
+   * it), then cuts the connections still open (a client stalled mid-request included); then
+   * closes the store. `now` cuts them at once,
    * also during a stop already begun (a second signal). Every call returns the same stop.
    */
   close(opts?: { now?: boolean }): Promise<StopReport>;
+  /**
+   * Loads the TLS files again (`serve` on SIGHUP; a change of a file does it by itself): new
+   * handshakes get the new certificate, open connections keep theirs. Files that cannot be served
+   * leave the certificate in use serving (`failed`, told in the log and in `/readyz`). Undefined
+   * without TLS.
+   */
+  reloadTls?: (why: string) => TlsReload;
 }
 
 function isLoopback(host: string): boolean {
@@ -112,6 +133,8 @@ function isLoopback(host: string): boolean {
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.log ? serviceLog(opts.log, opts.logFormat) : undefined;
+  // Before the store: files that cannot be served fail the start, having touched nothing.
+  const tls = opts.tls && new ServedTls(opts.tls, log && ((level, line) => log.event(level, line)));
   const secrets = new Secrets(opts.secretsKey);
   const store = await openStore({
     dataDir: opts.dataDir,
@@ -128,6 +151,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     );
   }
   if (secrets.keys.length === 0) log?.event("warn", UNSEALED_WARNING);
+  if (!tls && !isLoopback(host)) log?.event("warn", plainHttpWarning(host));
   let stopping = false;
   const app = createEdgeApp({
     store,
@@ -142,14 +166,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     // A stopping server is not ready: a balancer whose checks reuse a connection (one the drain
     // keeps open) learns it from the check too, not only from a refused connection.
     hostNotReady: () => (stopping ? "the server is stopping" : undefined),
+    readyDetail: tls && (() => tls.detail()),
+    clientCertificates: tls?.clientCertificates,
   });
   const handlers = new RunningHandlers();
-  const { server, url, port } = await listen(handlers.counting(app.fetch), host, opts.port ?? 8080).catch(
-    async (e: unknown) => {
-      await store.close();
-      throw e;
-    },
-  );
+  const { server, url, port } = await listen(
+    handlers.counting(app.fetch),
+    host,
+    opts.port ?? 8080,
+    tls,
+  ).catch(async (e: unknown) => {
+    await store.close();
+    throw e;
+  });
   // Recorded alive, with its keys, before it is said to run: `secrets rotate` counts it from now.
   const presence = await Presence.start(store, {
     url,
@@ -161,6 +190,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
 
   const stop = async (): Promise<StopReport> => {
     stopping = true;
+    tls?.stop();
     const { cut, ending } = await connections.close(
       opts.drainMs ?? 0,
       opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS,
@@ -182,7 +212,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (closeOpts?.now) connections.cutNow("now");
       return stopped;
     },
+    reloadTls: tls && ((why) => tls.reload(why)),
   };
+}
+
+/** What a server on a non-loopback address without TLS says at start. */
+function plainHttpWarning(host: string): string {
+  return `serving plain HTTP on ${host}: API keys and the secrets of route bodies (OAuth and OIDC client secrets, webhook secrets) cross the network in clear, readable by anyone on the path. Give a certificate (--tls-cert and --tls-key, or EDGE_TLS_CERT and EDGE_TLS_KEY), or listen on 127.0.0.1 behind a TLS-terminating proxy on this machine`;
 }
 
 type Fetch = (request: Request, env: unknown) => Response | Promise<Response>;
@@ -225,15 +261,25 @@ class RunningHandlers {
   }
 }
 
-/** `fetch` served on host:port; the URL it is reached at. */
+/** node:https's server (whose type parameters `instanceof` alone would leave as `any`). */
+const isHttps = (s: unknown): s is HttpsServer => s instanceof HttpsServer;
+
+/** `fetch` served on host:port, over TLS with `tls`; the URL it is reached at. */
 async function listen(
   fetch: Fetch,
   host: string,
   port: number,
+  tls: ServedTls | undefined,
 ): Promise<{ server: HttpServer; url: string; port: number }> {
+  const options = tls
+    ? { createServer: createHttpsServer, serverOptions: tls.serverOptions() }
+    : { createServer: undefined };
   const server = await new Promise<HttpServer>((resolve, reject) => {
-    const s = serve({ fetch, hostname: host, port }, () => {
-      if (s instanceof HttpServer) resolve(s);
+    const s = serve({ fetch, hostname: host, port, ...options }, () => {
+      if (isHttps(s)) {
+        tls?.start(s);
+        resolve(s);
+      } else if (s instanceof HttpServer) resolve(s);
       else reject(new Error("@hono/node-server gave no node:http server: the stop needs one"));
     });
     s.once("error", reject);
@@ -249,7 +295,7 @@ async function listen(
     throw new Error(`the server listens on ${address}, not a TCP port`);
   }
   const urlHost = host.includes(":") && !host.startsWith("[") ? `[${host}]` : host;
-  return { server, url: `http://${urlHost}:${address.port}`, port: address.port };
+  return { server, url: `${tls ? "https" : "http"}://${urlHost}:${address.port}`, port: address.port };
 }
 
 /** The server's connections, for a stop that lets requests finish, then cuts what is left. */
@@ -292,7 +338,8 @@ class Connections {
 
   /**
    * Stops listening; keeps the idle connections open for `drainMs` (or until none is left), then
-   * closes them; lets requests finish for `graceMs`, then cuts what is still open.
+   * closes them; lets requests finish until `graceMs` after the call, then cuts what is still
+   * open. The grace bounds the whole stop: the drain runs inside it, and is cut short by it.
    */
   async close(drainMs: number, graceMs: number): Promise<Pick<StopReport, "cut" | "ending">> {
     this.stopping = true;
@@ -315,6 +362,9 @@ class Connections {
       this.server.closeAllConnections();
       for (const socket of this.sockets) socket.destroy();
     };
+    // From the stop's start: a client stalled mid-request during the drain is cut at the grace,
+    // not a grace after the drain (an orchestrator's SIGKILL counts from the signal too).
+    const grace = setTimeout(() => this.cutNow("grace"), graceMs);
     if (drainMs > 0 && this.sockets.size > 0) {
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, drainMs);
@@ -330,9 +380,8 @@ class Connections {
     // Now the HTTP layer's close: the idle connections are closed, its timers stopped (listening
     // had already stopped, so this only adds that).
     this.server.close();
-    const timer = setTimeout(() => this.cutNow("grace"), graceMs);
     await allClosed;
-    clearTimeout(timer);
+    clearTimeout(grace);
     this.cut = undefined;
     return { cut, ending };
   }

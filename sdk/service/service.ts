@@ -12,7 +12,6 @@ import {
   edgeCreateSchema,
   type HttpsEdge,
   IDEMPOTENCY_KEY_HEADER,
-  IDEMPOTENCY_PRIOR_KEY_HEADER,
   type HttpsEdgeList,
   isRouteModuleName,
   ipPolicyMapping,
@@ -28,7 +27,6 @@ import {
   type PathParams,
   type QueryOf,
   type PathIds,
-  type Replayed,
   pathEchoProblems,
   ROUTE_MODULE_BODIES,
   ROUTE_MODULE_NAMES,
@@ -79,14 +77,8 @@ export interface RequestContext {
    * made, as it is now, for as long as that object exists; it creates nothing more.
    */
   idempotencyKey?: string;
-  /**
-   * With `idempotencyKey`, `Idempotency-Prior-Key`: a key an earlier create of the same request may
-   * have used instead. Its object is answered when none carries `idempotencyKey`, and carries
-   * `idempotencyKey` from then on.
-   */
-  idempotencyPriorKey?: string;
-  /** Told when a keyed create answers with what an earlier create made, and by which of its keys. */
-  onReplay?: (by: Replayed) => void;
+  /** Told when a keyed create answers with what an earlier create with its key made. */
+  onReplay?: () => void;
   /** Who asks (the key's name, the `Request-Id`): what the change's audit event names. */
   actor?: AuditActor;
   /** The asker may not read secrets (a `read` key): routes are answered with them redacted. */
@@ -267,6 +259,7 @@ export class EdgeService {
     return this.change(ctx, (tx, audit) =>
       this.once(tx, ctx, "edges", `POST /edges/${kind} ${JSON.stringify(body)}`, {
         create: async (made) => {
+          await this.assertHostportsFree(tx, row.hostports);
           await tx.insertEdge(row, made);
           await audit.write(
             OPERATIONS[kind].create.id,
@@ -279,6 +272,29 @@ export class EdgeService {
         existing: async (found) => this.renderEdge(tx, await this.requireEdge(tx, kind, found.id), ctx),
       }),
     );
+  }
+
+  /**
+   * A hostport is served by one edge at a time (of either kind): an edge's natural key, so that a
+   * create repeated without its idempotency key conflicts, naming the edge, instead of making a
+   * second one. Each hostport is locked first (in one order: no deadlock), so of two creates naming
+   * one hostport on two replicas, the second waits and sees the first's edge.
+   */
+  private async assertHostportsFree(tx: StoreTx, hostports: readonly string[]): Promise<void> {
+    if (hostports.length === 0) return;
+    const wanted = [...new Set(hostports.map(hostportKey))].sort();
+    for (const h of wanted) await tx.lockCreateKey(`hostport ${h}`);
+    for (const kind of ["https", "tls"] as const) {
+      for (let beforeSeq: number | undefined; ;) {
+        const rows = await tx.listEdges(kind, 500, beforeSeq);
+        for (const edge of rows) {
+          const taken = edge.hostports.filter((h) => wanted.includes(hostportKey(h)));
+          if (taken.length > 0) throw hostportTaken(taken, EDGE_LABEL[kind], edge.id);
+        }
+        if (rows.length < 500) break;
+        beforeSeq = rows.at(-1)?.seq;
+      }
+    }
   }
 
   getEdge(kind: "https", id: string, ctx: RequestContext): Promise<HttpsEdge>;
@@ -575,31 +591,19 @@ export class EdgeService {
     // Keyed under the store's key: the request's body holds its secrets in plaintext, and what is
     // kept for the object's life must answer no guess of them (./fingerprints).
     const fingerprint = this.store.createFingerprint(request);
-    const prior = ctx.idempotencyPriorKey;
-    // Both keys, always in one order: two creates naming the same two keys cannot deadlock.
-    for (const k of prior === undefined ? [key] : [key, prior].sort()) await tx.lockCreateKey(k);
-    const mismatch = (found: CreatedObject, header: string) =>
-      ApiError.invalid([
+    await tx.lockCreateKey(key);
+    const found = await tx.findCreated(key);
+    if (!found) return run.create({ key, request: fingerprint });
+    if (found.table !== table || found.request !== fingerprint) {
+      throw ApiError.invalid([
         {
-          field: header,
+          field: IDEMPOTENCY_KEY_HEADER,
           msg: `was already used for a different request (it made ${found.id}): send a new key with a new request`,
         },
       ]);
-    const found = await tx.findCreated(key);
-    if (found) {
-      if (found.table !== table || found.request !== fingerprint)
-        throw mismatch(found, IDEMPOTENCY_KEY_HEADER);
-      ctx.onReplay?.("true");
-      return run.existing(found);
     }
-    const earlier = prior === undefined ? undefined : await tx.findCreated(prior);
-    if (earlier === undefined || prior === undefined) return run.create({ key, request: fingerprint });
-    if (earlier.table !== table || earlier.request !== fingerprint) {
-      throw mismatch(earlier, IDEMPOTENCY_PRIOR_KEY_HEADER);
-    }
-    await tx.rekeyCreated(earlier, prior, key);
-    ctx.onReplay?.("prior");
-    return run.existing(earlier);
+    ctx.onReplay?.();
+    return run.existing(found);
   }
 
   private async requireEdge(tx: StoreTx, kind: EdgeKind, id: string): Promise<EdgeRow> {
@@ -828,6 +832,17 @@ async function edgeStillThere<T>(edgeId: string, write: () => Promise<T>, label 
   } catch (e) {
     throw e instanceof ParentMissing ? ApiError.notFound(`${label} ${edgeId}`) : e;
   }
+}
+
+/** Hostports compare as hosts do: without regard to case. */
+const hostportKey = (hostport: string) => hostport.toLowerCase();
+
+function hostportTaken(hostports: string[], edgeLabel: string, edgeId: string): ApiError {
+  return new ApiError(
+    "conflict",
+    `hostport ${hostports.join(", ")} already belongs to ${edgeLabel} ${edgeId} (a hostport is served by one edge at a time)`,
+    { problems: [{ field: "hostports", msg: `already belongs to ${edgeLabel} ${edgeId}` }] },
+  );
 }
 
 function duplicateMatch(matchType: string, match: string): ApiError {

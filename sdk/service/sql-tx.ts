@@ -282,15 +282,6 @@ export class SqlTx implements StoreTx {
     return this.first(SQL.findCreated, [key]);
   }
 
-  async rekeyCreated(found: CreatedObject, from: string, to: string): Promise<void> {
-    const rekey = {
-      edges: SQL.rekeyEdge,
-      routes: SQL.rekeyRoute,
-      tls_ip_restrictions: SQL.rekeyTlsRestriction,
-    };
-    await this.changes(rekey[found.table], [to, from]);
-  }
-
   // ------------------------------------------------------------------ audit trail (./audit)
 
   async insertAuditEvent(e: AuditRecord, end?: WriteEnd): Promise<void> {

@@ -233,13 +233,6 @@ export const SQL = {
   SELECT 'tls_ip_restrictions', edge_id, edge_id, NULL, create_request FROM tls_ip_restrictions WHERE create_key = $1`,
     { row: createdObject },
   ),
-  /** The object a keyed create made under key `$2` now answers to key `$1` (keys are unique). */
-  rekeyEdge: statement("rekey_edge", "UPDATE edges SET create_key = $1 WHERE create_key = $2"),
-  rekeyRoute: statement("rekey_route", "UPDATE routes SET create_key = $1 WHERE create_key = $2"),
-  rekeyTlsRestriction: statement(
-    "rekey_tls_restriction",
-    "UPDATE tls_ip_restrictions SET create_key = $1 WHERE create_key = $2",
-  ),
   /**
    * The keyed creates whose request is kept as an earlier version's digest, not yet a keyed
    * fingerprint (./fingerprints): what the upgrade to it rewrites.

@@ -70,6 +70,8 @@ export interface StoreDriver {
    * unwritable), or undefined; `probeWrite` tells whether a write gets through.
    */
   whyNotUsable(probeWrite: () => Promise<void>): Promise<string | undefined>;
+  /** See Store.unavailableSeen (absent: the storage does not go away under the store). */
+  unavailableSeen?(): number;
   /** Throws (code ENOSPC) while a request's largest write would not fit; before a probe write. */
   checkRoomToWrite(): void;
   /** After a rotation's commit: what the old values left in the files erased, as far as the store can; what was done. */

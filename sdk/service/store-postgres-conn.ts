@@ -37,6 +37,7 @@ function isUnavailable(e: unknown): boolean {
 
 /** A pg error as the store's own: unique key → UniqueViolation, lost database → StoreUnavailable. */
 export function translate(e: unknown): unknown {
+  if (e instanceof StoreUnavailable || e instanceof UniqueViolation || e instanceof ParentMissing) return e;
   const code = errorField(e, "code");
   if (code === "23505") return new UniqueViolation(errorMessage(e));
   if (code === "23503") return new ParentMissing(errorMessage(e));

@@ -126,6 +126,11 @@ const textParser = (oid: number): ((value: string) => unknown) =>
       : (pg.types.getTypeParser(oid, "text") as (value: string) => unknown);
 
 const types = { getTypeParser: textParser };
+/**
+ * A probe's query, given up after 2 s and its connection dropped: node-postgres reads
+ * `query_timeout` from a query's config too (its types name it only for a client's).
+ */
+const bounded = (config: pg.QueryConfig): pg.QueryConfig => Object.assign(config, { query_timeout: 2000 });
 
 export interface PostgresStoreOptions {
   /** Connections of this replica's pool. Default 10. */
@@ -166,6 +171,8 @@ class PgDriver implements StoreDriver {
   /** The index by object's next bound, and the seq it holds every settled event through (see auditIndexBound). */
   private indexBound?: { seq: number; snapshot: string };
   private indexedThrough = 0;
+  /** Signs met that the database may be gone (see unavailableSeen). */
+  private unavailable = 0;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -191,18 +198,32 @@ class PgDriver implements StoreDriver {
     // drops that connection and opens a new one on demand.
     // A connection that breaks while checked out (between the statements of a transaction) emits
     // 'error' too: the statement in flight fails (503), and without a listener the process would.
-    pool.on("connect", (client) => client.on("error", () => undefined));
-    pool.on("error", (e) =>
-      opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`),
-    );
-    return new PgDriver(pool, url, max);
+    // Either is a sign the database may be gone: readiness asks again at the next probe.
+    const driver = new PgDriver(pool, url, max);
+    pool.on("connect", (client) => client.on("error", () => driver.unavailable++));
+    pool.on("error", (e) => {
+      driver.unavailable++;
+      opts.log?.(`postgres: idle connection lost (${e.message}); reconnecting on demand`);
+    });
+    return driver;
+  }
+
+  unavailableSeen(): number {
+    return this.unavailable;
+  }
+
+  /** A pg error as the store's own (see translate); a lost database counted (see unavailableSeen). */
+  private translated(e: unknown): unknown {
+    const err = translate(e);
+    if (err instanceof StoreUnavailable) this.unavailable++;
+    return err;
   }
 
   private async client(): Promise<pg.PoolClient> {
     try {
       return await this.pool.connect();
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 
@@ -216,7 +237,7 @@ class PgDriver implements StoreDriver {
       if (conn.open) await client.query("COMMIT");
       return result;
     } catch (e) {
-      const err = translate(e);
+      const err = this.translated(e);
       broken = err instanceof StoreUnavailable;
       if (!broken && conn.open) await client.query("ROLLBACK").catch(() => (broken = true));
       throw err;
@@ -248,25 +269,41 @@ class PgDriver implements StoreDriver {
    */
   async alone(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw[]> {
     try {
-      const { rows } = await this.pool.query<Raw>({
-        name: st.name,
-        text: st.postgres,
-        values: st.values.postgres(args),
-        query_timeout: 2000,
-      } as pg.QueryConfig);
+      const { rows } = await this.pool.query<Raw>(
+        bounded({ name: st.name, text: st.postgres, values: st.values.postgres(args) }),
+      );
       return rows;
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 
   unreachable(e: unknown): string {
+    this.unavailable++;
     return `PostgreSQL at ${this.location} cannot be reached (${errorMessage(e)}); the service answers 503 until it is back`;
   }
 
-  /** Nothing before the statement: whether the database answers is what readiness' read finds. */
-  whyNotUsable(): Promise<string | undefined> {
-    return Promise.resolve(undefined);
+  /**
+   * Whether the database takes writes: a standby (a failover's new primary a moment before its
+   * promotion completes, or a URL that names a replica) answers reads and refuses every write
+   * with 25006. Whether it answers at all is what readiness' read finds.
+   */
+  async whyNotUsable(): Promise<string | undefined> {
+    let readOnly: string | undefined;
+    try {
+      const { rows } = await this.pool.query<{ v: string }>(
+        bounded({
+          name: "readiness_read_only",
+          text: "SELECT current_setting('transaction_read_only') AS v",
+        }),
+      );
+      readOnly = rows[0]?.v;
+    } catch (e) {
+      return this.unreachable(e);
+    }
+    return readOnly === "on"
+      ? `${this.place} accepts no writes (a standby, or default_transaction_read_only on): the service is ready again once it takes writes (point it at the primary)`
+      : undefined;
   }
 
   /** The database's own: a full disk fails the probe's write itself. */
@@ -296,11 +333,14 @@ class PgDriver implements StoreDriver {
    * transaction that wrote commits or aborts, on any replica. One query is shared by the GETs that
    * arrive while it runs; a GET arriving after a query was sent waits for the next one, so the
    * value it sees was read after it arrived (never older than a write acknowledged before it).
+   * Preceded by the server's start time: after a failover (or a crash and restart) the server is
+   * another, whose snapshot may read as the old one's did over other rows (the transaction ids
+   * the old primary gave out but never replicated are given out again).
    */
   changeCounter(): Promise<string> {
     if (this.counterNext) return this.counterNext;
     if (!this.counterNow) {
-      const now = this.readSnapshot().finally(() => (this.counterNow = undefined));
+      const now = this.readCounter().finally(() => (this.counterNow = undefined));
       this.counterNow = now;
       return now;
     }
@@ -314,8 +354,13 @@ class PgDriver implements StoreDriver {
     return next;
   }
 
+  private async readCounter(): Promise<string> {
+    const text = "SELECT pg_postmaster_start_time()::text || ' ' || pg_current_snapshot()::text AS v";
+    return String(await this.poolValue("change_counter", text, []));
+  }
+
   private async readSnapshot(): Promise<string> {
-    return String(await this.poolValue("change_counter", "SELECT pg_current_snapshot()::text AS v", []));
+    return String(await this.poolValue("current_snapshot", "SELECT pg_current_snapshot()::text AS v", []));
   }
 
   /**
@@ -369,7 +414,7 @@ class PgDriver implements StoreDriver {
       const { rows } = await this.pool.query<{ v: unknown }>({ name, text, values });
       return rows[0]?.v;
     } catch (e) {
-      throw translate(e);
+      throw this.translated(e);
     }
   }
 

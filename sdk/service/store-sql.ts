@@ -108,6 +108,10 @@ export abstract class SqlStore implements Store {
       : `${place} holds schema ${version}, this edge-service runs ${latest}: restart it to migrate the store`;
   }
 
+  unavailableSeen(): number {
+    return this.driver.unavailableSeen?.() ?? 0;
+  }
+
   /**
    * Rewrites one row of the store's metadata (see Store.probeWrite), once there is room for the
    * largest request's write (a full disk keeps some room in SQLite's WAL, where a one-row write

@@ -273,8 +273,6 @@ export interface StoreTx {
   lockCreateKey(key: string): Promise<void>;
   /** The object that a create with `key` made (keys are unique across tables), while it exists. */
   findCreated(key: string): Promise<CreatedObject | undefined>;
-  /** The object `found`, made under key `from`, answers to key `to` from now on. */
-  rekeyCreated(found: CreatedObject, from: string, to: string): Promise<void>;
 
   /**
    * Writes the audit event of this transaction's change (see ./audit): committed with it, or not
@@ -332,6 +330,13 @@ export interface Store {
    * only "not ready".
    */
   whyNotReady(): Promise<string | undefined>;
+  /**
+   * How many signs that the database may be gone the store has met since it opened (a pooled
+   * connection lost, an operation that could not reach it): readiness reuses a "ready" answer
+   * only while this count stands still, so that the next probe after such a sign asks again.
+   * Absent: the store meets none (SQLite's file does not go away under it that way).
+   */
+  unavailableSeen?(): number;
   /**
    * A small write that reaches the storage (a row of the store's own metadata): it fails as a
    * request's write would while the disk is full or the storage read-only. Readiness makes it

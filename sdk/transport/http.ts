@@ -1,10 +1,25 @@
 import { randomUUID } from "node:crypto";
 import { ERROR_CODES, errorField } from "../contract";
+import {
+  type ClientTlsNames,
+  type ClientTlsSettings,
+  fetchFor,
+  TRANSPORT_TLS_NAMES,
+  tlsFailure,
+} from "./tls";
 import type { RetryNotice, SendOptions, Transport } from "./types";
 
 export interface HttpTransportOptions {
-  /** Base URL of a running edge service, e.g. http://127.0.0.1:8080 */
+  /** Base URL of a running edge service, e.g. https://edge.example.com or http://127.0.0.1:8080 */
   baseUrl: string;
+  /**
+   * For an https:// base URL: a CA to trust besides the system's, a client certificate to
+   * present (mutual TLS). A certificate the client cannot accept (untrusted, expired, for another
+   * host) fails the call at once, never retried, naming the setting that fixes it.
+   */
+  tls?: ClientTlsSettings;
+  /** What the caller calls `baseUrl` and each `tls` setting, in errors (default: these options' names). */
+  settingNames?: ClientTlsNames;
   /** Sent as `Authorization: Bearer <apiKey>`. */
   apiKey?: string;
   /** Per-attempt timeout. Default 30 s. */
@@ -46,6 +61,9 @@ const MAYBE_SENT = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CL
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
   new URL(baseUrl); // fail early on a malformed URL
+  const tls = opts.tls ?? {};
+  const names = opts.settingNames ?? TRANSPORT_TLS_NAMES;
+  const send = fetchFor(baseUrl, tls, names); // settings that cannot be used fail here, named
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const deadlineMs = opts.deadlineMs ?? 60_000;
   const retries = opts.retries ?? 10;
@@ -82,15 +100,17 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
         const attemptMs = Math.max(1, Math.min(timeoutMs, deadline - Date.now()));
         let response: Response;
         try {
-          response = await fetch(target, {
+          response = await send(target, {
             method: request.method,
             headers,
             body,
             signal: AbortSignal.timeout(attemptMs),
-            redirect: "manual",
           });
         } catch (error) {
           const code = errorCode(error);
+          // The same certificate would meet the next attempt: told now, with what fixes it.
+          const refused = tlsFailure(error, code, baseUrl, tls, names);
+          if (refused) throw refused;
           const retryable =
             NEVER_SENT.has(code) || (!isCreate && (MAYBE_SENT.has(code) || code === "TimeoutError"));
           const reason = code === "TimeoutError" ? `no answer within ${secondsText(attemptMs)}` : code;
@@ -167,7 +187,9 @@ function connectionError(
       ? `is the service running? start it with 'npx edge-service serve' or unset edge:baseUrl to use the embedded service`
       : code === "TimeoutError"
         ? "the service did not answer in time"
-        : "check the URL and the network";
+        : code === "UND_ERR_SOCKET" && baseUrl.startsWith("http:")
+          ? "the connection was closed without an answer; a service that serves TLS closes plain-HTTP connections so: if it does, use an https:// URL"
+          : "check the URL and the network";
   const attempts =
     tried.attempts > 1
       ? ` after ${tried.attempts} attempts within the call's deadline of ${secondsText(tried.deadlineMs)} (last: ${tried.reason})`

@@ -6,6 +6,7 @@
  * them. The engine fixes no order between independent resources (it may create two edges either
  * way round, within one face too), so "the same order" is each resource's own requests in order.
  */
+import { scaled } from "../support/machine";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -169,7 +170,8 @@ beforeAll(async () => {
     await f.stack.destroy(quiet);
     f.steps.push(f.server.requests.map((r) => names.request(r)));
   }
-});
+  // Both faces through every step: 26 engine runs, minutes on a loaded 2-core machine.
+}, scaled(900_000));
 
 afterAll(async () => {
   for (const f of [dynamic, packaged]) {

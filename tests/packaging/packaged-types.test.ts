@@ -23,3 +23,27 @@ test("the packaged programs type-check against the generated SDK (tsconfig.packa
   expect(run.out).toBe("");
   expect(run.code).toBe(0);
 });
+
+test("every language's SDK takes the TLS settings, and marks the client key secret itself", () => {
+  const read = (file: string) => {
+    const full = path.join(ROOT, "dist/sdks", file);
+    if (!fs.existsSync(full)) throw new Error(`${full} is missing: run npm run sdks (npm test does)`);
+    return fs.readFileSync(full, "utf8");
+  };
+  const node = read("nodejs/provider.ts");
+  for (const k of ["caCertificate", "clientCertificate", "clientKey"])
+    expect(node).toContain(`${k}?: pulumi.Input<string`);
+  expect(node).toContain(
+    'resourceInputs["clientKey"] = args?.clientKey ? pulumi.secret(args.clientKey) : undefined;',
+  );
+  const python = read("python/pulumi_edge/provider.py");
+  for (const k of ["ca_certificate", "client_certificate", "client_key"])
+    expect(python).toContain(`${k}: pulumi.Input[Optional[_builtins.str]] = None`);
+  expect(python).toContain(
+    '__props__.__dict__["client_key"] = None if client_key is None else pulumi.Output.secret(client_key)',
+  );
+  const go = read("go/edge/provider.go");
+  for (const k of ["CaCertificate", "ClientCertificate", "ClientKey"])
+    expect(go).toMatch(new RegExp(`\\b${k}\\s+pulumi\\.StringPtrInput`));
+  expect(go).toContain("args.ClientKey = pulumi.ToSecret(args.ClientKey).(pulumi.StringPtrInput)");
+});

@@ -6,6 +6,7 @@
 import { DEFAULT_COOKIE_PREFIX, DEFAULT_NAMEID_FORMAT, routeCreateSchema } from "../../sdk/contract";
 import { type CheckFailure, checkAgainst } from "../../provider/model/check";
 import { dynamicProvider } from "../../provider/dynamic";
+import { ProviderProcess } from "../../provider/engine/process";
 import { checkEdge } from "../../provider/model/edge";
 import { routeLifecycle } from "../../provider/lifecycle/route";
 import { checkRoute as checkRouteConfig } from "../../provider/model/route";
@@ -129,7 +130,7 @@ describe("canonical inputs", () => {
   test("the dynamic face hands the serialized provider (__provider) back from check", async () => {
     const provider = "serialized-provider-blob";
     const check = (props: Inputs) =>
-      dynamicProvider("httpsEdgeRoute").check!(
+      dynamicProvider("httpsEdgeRoute", new ProviderProcess()).check!(
         {} as never,
         { ...base, ...props } as never,
       ) as unknown as Promise<{

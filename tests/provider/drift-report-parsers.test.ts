@@ -18,6 +18,9 @@ import {
   renderTable,
   type StackReport,
   showValue,
+  type Unattributed,
+  type Unmanaged,
+  type UnmanagedObject,
 } from "../../provider/drift/report";
 import { FC_SEED } from "../reliability/support";
 import { hostileText } from "../support/hostile-text";
@@ -55,27 +58,65 @@ const author: fc.Arbitrary<Author> = fc
     ...(edge === undefined ? {} : { edge }),
   }));
 
+const unattributed: fc.Arbitrary<Unattributed> = fc
+  .record({
+    field: text,
+    change: maybe(fc.constantFrom("deleted" as const, "created" as const)),
+    since: text,
+    reason: text,
+  })
+  .map(({ change, ...u }) => (change === undefined ? u : { ...u, change }));
+
+const unmanagedObject: fc.Arbitrary<UnmanagedObject> = fc
+  .record({
+    type: text,
+    id: text,
+    name: text,
+    createdAt: maybe(text),
+    summary: text,
+    importCommand: text,
+  })
+  .map(({ createdAt, ...o }) => (createdAt === undefined ? o : { ...o, createdAt }));
+
+const unmanaged: fc.Arbitrary<Unmanaged> = fc.record({
+  stacks: fc.nat(50),
+  services: fc.array(
+    fc
+      .record({
+        service: text,
+        objects: fc.array(unmanagedObject, { maxLength: 3 }),
+        error: maybe(hostileText(40)),
+      })
+      .map(({ error, ...s }) => (error === undefined ? s : { ...s, objects: [], error })),
+    { maxLength: 3 },
+  ),
+  caveats: fc.array(text, { maxLength: 2 }),
+});
+
 const stack: fc.Arbitrary<StackReport> = fc
   .record({
     dir: text,
     stack: text,
     verdict: fc.constantFrom("clean" as const, "drifted" as const, "error" as const),
     resources: fc.array(
-      fc.record({
-        urn: text,
-        name: text,
-        type: text,
-        op: fc.oneof(fc.constantFrom("update", "create", "delete", "replace"), text),
-        fields: fc.array(
-          fc.record({ path: text, from: maybe(value), to: maybe(value) }).map(({ from, to, path }) => ({
-            path,
-            ...(from === undefined ? {} : { from }),
-            ...(to === undefined ? {} : { to }),
-          })),
-          { maxLength: 3 },
-        ),
-        authors: fc.array(author, { maxLength: 2 }),
-      }),
+      fc
+        .record({
+          urn: text,
+          name: text,
+          type: text,
+          op: fc.oneof(fc.constantFrom("update", "create", "delete", "replace"), text),
+          fields: fc.array(
+            fc.record({ path: text, from: maybe(value), to: maybe(value) }).map(({ from, to, path }) => ({
+              path,
+              ...(from === undefined ? {} : { from }),
+              ...(to === undefined ? {} : { to }),
+            })),
+            { maxLength: 3 },
+          ),
+          authors: fc.array(author, { maxLength: 2 }),
+          unattributed: maybe(fc.array(unattributed, { minLength: 1, maxLength: 2 })),
+        })
+        .map(({ unattributed, ...r }) => (unattributed === undefined ? r : { ...r, unattributed })),
       { maxLength: 3 },
     ),
     error: maybe(hostileText(40)),
@@ -103,9 +144,9 @@ const stack: fc.Arbitrary<StackReport> = fc
     ...(path === undefined ? {} : { path, ...(fallback === undefined ? {} : { fallback }) }),
   }));
 
-const fleet: fc.Arbitrary<FleetReport> = fc.record({
-  stacks: fc.array(stack, { minLength: 1, maxLength: 4 }),
-});
+const fleet: fc.Arbitrary<FleetReport> = fc
+  .record({ stacks: fc.array(stack, { minLength: 1, maxLength: 4 }), unmanaged: maybe(unmanaged) })
+  .map(({ unmanaged, ...r }) => (unmanaged === undefined ? r : { ...r, unmanaged }));
 
 const RUNS = { numRuns: 300, seed: FC_SEED };
 
@@ -184,7 +225,14 @@ test("property: JUnit is well-formed XML with a testcase per stack, names as giv
       expect(root.name).toBe("testsuites");
       expect(root.children).toHaveLength(1);
       const cases = root.children[0]!.children;
-      expect(cases).toHaveLength(report.stacks.length);
+      const services = report.unmanaged?.services ?? [];
+      expect(cases).toHaveLength(report.stacks.length + services.length);
+      services.forEach((s, i) => {
+        const c = cases[report.stacks.length + i]!;
+        expect(c.attributes).toMatchObject({ classname: "unmanaged", name: expectedLine(s.service) });
+        const kinds = c.children.map((x) => x.name);
+        expect(kinds).toEqual(s.error !== undefined ? ["error"] : s.objects.length > 0 ? ["failure"] : []);
+      });
       report.stacks.forEach((s, i) => {
         const c = cases[i]!;
         expect(c.attributes).toMatchObject({ classname: expectedLine(s.dir), name: expectedLine(s.stack) });
@@ -304,6 +352,34 @@ test("property: Markdown keeps every table's rows and cells and every code span 
         expectCode(heading.inline, `${s.dir}:${s.stack}`, " could not be checked");
         expect(doc[at++]).toEqual({ kind: "fence", content: `${expectedText(s.error ?? "")}\n` });
       }
+      if (report.unmanaged) {
+        const u = report.unmanaged;
+        expect(doc[at++]).toMatchObject({ kind: "heading", level: "h3" });
+        expect(doc[at++]).toMatchObject({ kind: "paragraph_open" });
+        const table = doc[at++]!;
+        const objects = u.services.flatMap((s) => s.objects.map((o) => ({ s, o })));
+        expect(table.kind).toBe("table");
+        expect(table.rows).toHaveLength(objects.length);
+        for (const line of table.lines!) expect(sourceCells(line)).toBe(6);
+        objects.forEach(({ s, o }, j) => {
+          const row = table.rows![j]!;
+          expectCode(row[0], s.service);
+          expectCode(row[1], o.type);
+          expectCode(row[2], o.id);
+          expectCode(row[5], o.importCommand);
+        });
+        const notes = u.services.filter((s) => s.error !== undefined).length + u.caveats.length;
+        if (notes > 0) {
+          expect(doc[at++]).toMatchObject({ kind: "bullet_list_open" });
+          expect(doc.slice(at, at + 2 * notes)).toEqual(
+            Array.from({ length: notes }, () => [
+              { kind: "list_item_open" },
+              { kind: "paragraph_open" },
+            ]).flat(),
+          );
+          at += 2 * notes;
+        }
+      }
       expect(doc.slice(at)).toEqual([]);
     }),
     RUNS,
@@ -316,7 +392,9 @@ test("property: Markdown keeps every table's rows and cells and every code span 
 test("property: JSON parses back to the very report", () => {
   fc.assert(
     fc.property(fleet, (report) => {
-      expect(JSON.parse(renderJson(report)).stacks).toEqual(report.stacks);
+      const json = JSON.parse(renderJson(report));
+      expect(json.stacks).toEqual(report.stacks);
+      expect(json.unmanaged).toEqual(report.unmanaged);
     }),
     RUNS,
   );

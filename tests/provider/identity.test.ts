@@ -1,30 +1,27 @@
 /**
- * The create identity (provider/identity): anchored in the stack's state once it holds an anchor,
- * derived from the environment (as the CLI resolves the backend) before. Through the engine:
- * tests/reliability/create-identity and tests/reliability/exactly-once.
+ * The create identity (provider/identity): anchored in the stack's state, judged where the state
+ * lives (a copy or a move takes a new anchor), never derived from the environment. Through the
+ * engine: tests/reliability/create-identity and tests/reliability/exactly-once.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ProviderProcess } from "../../provider/engine/process";
 import {
   anchoredIdentity,
-  createIdentityOf,
-  derivedIdentity,
+  anchorValue,
+  assertAnchorKept,
   isAnchor,
-  newAnchor,
-} from "../../provider/identity";
-import {
-  backendUrl,
-  deriveInstance,
-  normaliseBackend,
+  judgeAnchor,
+  placeOf,
   type Surroundings,
-  UnknownInstance,
-} from "../../provider/identity/instance";
-import { assertRecoverable, RECOVERY_WINDOW_HOURS } from "../../provider/lifecycle/held";
+  UnknownPlace,
+} from "../../provider/identity";
+import { backendUrl, filePath } from "../../provider/identity/place";
+import type { ResourceLog } from "../../provider/lifecycle";
 
-const URN = "urn:pulumi:test::shop::pulumi-edge:index:HttpsEdgeRoute::api";
-const INSTANCE = { backend: "file://ci-7/srv/state", salt: "v1:abc" };
+const URN = "urn:pulumi:test::shop::edge:index:HttpsEdgeRoute::api";
 
 let dir: string;
 beforeEach(() => {
@@ -32,86 +29,135 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("the identity formulas", () => {
-  test("the derived identity is pulumi-edge 0.2.0's, byte for byte (a create lost by 0.2.0 is found)", () => {
-    const v2 = createHash("sha256")
-      .update(`pulumi-edge create identity v2\n${INSTANCE.backend}\n${INSTANCE.salt}\n${URN}`)
-      .digest("base64url");
-    expect(derivedIdentity(URN, INSTANCE)).toBe(v2);
-  });
+const quiet: ResourceLog = { info: () => undefined, warn: () => undefined };
+const heard = () => {
+  const said: string[] = [];
+  return { said, log: { info: () => undefined, warn: (m: string) => void said.push(m) } };
+};
 
-  test("the anchored identity differs by anchor and URN, and from the derived one", () => {
-    const [a, b] = [newAnchor(), newAnchor()];
+describe("the identity formula", () => {
+  test("the SHA-256 of the anchor and the URN, differing by either", () => {
+    const [a, b] = [anchorValue(), anchorValue()];
     expect(isAnchor(a) && isAnchor(b) && a !== b).toBe(true);
+    const v3 = createHash("sha256")
+      .update(`pulumi-edge create identity v3\n${a}\n${URN}`)
+      .digest("base64url");
+    expect(anchoredIdentity(a, URN)).toBe(v3);
     const ids = [
       anchoredIdentity(a, URN),
       anchoredIdentity(b, URN),
       anchoredIdentity(a, URN.replace("::api", "::web")),
       anchoredIdentity(a, URN.replace(":test::", ":prod::")),
-      derivedIdentity(URN, INSTANCE),
     ];
     expect(new Set(ids).size).toBe(ids.length);
-    expect(anchoredIdentity(a, URN)).toBe(anchoredIdentity(a, URN));
   });
 });
 
-describe("which identity a create carries", () => {
-  const checkpoints = {};
-  const fast = { PULUMI_SKIP_CHECKPOINTS: "true" };
-  const unknown = new UnknownInstance("the CLI's login file is encrypted");
+describe("the anchor a run keeps (judgeAnchor)", () => {
+  const anchor = "a".repeat(43);
+  const here = "file:///srv/state";
 
-  test("an anchor read from the state: that anchor's identity, proven, and nothing derived", () => {
-    const fromState = "a".repeat(43); // not made by this process
-    for (const env of [checkpoints, fast]) {
-      expect(createIdentityOf(URN, fromState, env, INSTANCE)).toEqual({
-        identity: anchoredIdentity(fromState, URN),
-        proven: true,
-      });
-    }
-  });
-
-  test("an anchor made in this run, with checkpoints: the anchor's, naming the derived one as prior", () => {
-    const anchor = newAnchor();
-    expect(createIdentityOf(URN, anchor, checkpoints, INSTANCE)).toEqual({
-      identity: anchoredIdentity(anchor, URN),
-      prior: derivedIdentity(URN, INSTANCE),
-      proven: true,
+  test("recorded here: kept as it is", () => {
+    expect(judgeAnchor({ anchor, place: here }, here)).toEqual({
+      action: "keep",
+      record: { anchor, place: here },
+      changed: false,
     });
   });
 
-  test("an anchor made in this run, in fast mode (lost with a killed run): the derived identity itself", () => {
-    const anchor = newAnchor();
-    for (const value of ["true", "TRUE", "1"]) {
-      expect(createIdentityOf(URN, anchor, { PULUMI_SKIP_CHECKPOINTS: value }, INSTANCE)).toEqual({
-        identity: derivedIdentity(URN, INSTANCE),
-        proven: false,
-      });
-    }
-    expect(createIdentityOf(URN, anchor, { PULUMI_SKIP_CHECKPOINTS: "false" }, INSTANCE).proven).toBe(true);
+  test("recorded elsewhere (a copy or a move): a new anchor, and it says where from and where to", () => {
+    const verdict = judgeAnchor({ anchor, place: "file:///srv/other" }, here);
+    expect(verdict.action).toBe("new");
+    expect(verdict.action === "new" && verdict.why).toMatch(
+      /written at file:\/\/\/srv\/other and now lives at file:\/\/\/srv\/state: it is a copy or a move/,
+    );
   });
 
-  test("where the environment cannot be read, nothing is derived, and it says so", () => {
-    const anchor = newAnchor();
-    for (const env of [checkpoints, fast]) {
-      const id = createIdentityOf(URN, anchor, env, unknown);
-      expect(id).toEqual({
-        identity: anchoredIdentity(anchor, URN),
-        proven: true,
-        warning: expect.any(String),
+  test("no place recorded yet: kept, and the place recorded", () => {
+    expect(judgeAnchor({ anchor }, here)).toEqual({
+      action: "keep",
+      record: { anchor, place: here },
+      changed: true,
+    });
+  });
+
+  test("no place can be told now: kept as it is", () => {
+    const unknown = new UnknownPlace("encrypted login");
+    for (const place of [here, undefined]) {
+      expect(judgeAnchor({ anchor, place }, unknown)).toEqual({
+        action: "keep",
+        record: { anchor, place },
+        changed: false,
       });
-      expect(id.warning).toMatch(
-        /cannot tell which backend holds this stack \(the CLI's login file is encrypted\)/,
-      );
+    }
+  });
+
+  test("no anchor: a new one, nothing to say; not an anchor (edited, damaged): a new one, said", () => {
+    expect(judgeAnchor({}, here)).toEqual({ action: "new" });
+    for (const bad of ["short", 42, "b".repeat(44), { anchor }]) {
+      const verdict = judgeAnchor({ anchor: bad, place: here }, here);
+      expect(verdict.action === "new" && verdict.why).toMatch(/is not a valid anchor \(edited or damaged/);
     }
   });
 });
 
-describe("the stack instance, as the CLI resolves it", () => {
+describe("a create's anchor in fast mode", () => {
+  test("one this run made is refused with PULUMI_SKIP_CHECKPOINTS (it would not be saved before the creates)", () => {
+    for (const value of ["true", "TRUE", "1"]) {
+      expect(() => assertAnchorKept(true, { PULUMI_SKIP_CHECKPOINTS: value })).toThrow(
+        /PULUMI_SKIP_CHECKPOINTS is set.*Nothing was created\. Run this one update with checkpoints/,
+      );
+    }
+    expect(() => assertAnchorKept(true, { PULUMI_SKIP_CHECKPOINTS: "false" })).not.toThrow();
+    expect(() => assertAnchorKept(true, {})).not.toThrow();
+    // One the state held before this run: fast mode is safe.
+    expect(() => assertAnchorKept(false, { PULUMI_SKIP_CHECKPOINTS: "true" })).not.toThrow();
+  });
+
+  test("the provider process refuses such a create, and only such", () => {
+    const env = { PULUMI_SKIP_CHECKPOINTS: "true", PULUMI_BACKEND_URL: "s3://b" };
+    const host = new ProviderProcess(env, () => ({ cwd: dir, env, home: dir }));
+    const made = host.newAnchor().anchor;
+    expect(() => host.operation(URN, { create: { anchor: made } })).toThrow(/PULUMI_SKIP_CHECKPOINTS is set/);
+    const fromState = "c".repeat(43);
+    expect(host.operation(URN, { create: { anchor: fromState } }).ctx.identity).toBe(
+      anchoredIdentity(fromState, URN),
+    );
+  });
+});
+
+describe("the provider process's anchor", () => {
+  const env = { PULUMI_BACKEND_URL: "s3://team-state" };
+  const host = () => new ProviderProcess(env, () => ({ cwd: dir, env, home: dir }));
+
+  test("a copy's new anchor is said once, however often the state is judged", () => {
+    const h = host();
+    const { said, log } = heard();
+    const stored = { anchor: "d".repeat(43), place: "s3://old-state" };
+    const first = h.anchorFor(stored, log);
+    h.anchorFor(stored, log);
+    expect(first.changed).toBe(true);
+    expect(first.record.anchor).not.toBe(stored.anchor);
+    expect(first.record.place).toBe("s3://team-state");
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/written at s3:\/\/old-state and now lives at s3:\/\/team-state/);
+  });
+
+  test("the organization names the place on a backend that is not a file", () => {
+    const h = host();
+    expect(h.place("acme")).toBe("s3://team-state (organization acme)");
+    expect(h.place()).toBe("s3://team-state");
+    const stored = { anchor: "e".repeat(43), place: "s3://team-state (organization acme)" };
+    expect(h.anchorFor(stored, quiet, "acme").changed).toBe(false);
+    expect(h.anchorFor(stored, quiet, "globex").record.anchor).not.toBe(stored.anchor);
+  });
+});
+
+describe("where the state lives, as the CLI resolves it", () => {
   const at = (over: Partial<Surroundings> = {}): Surroundings => ({
     cwd: dir,
-    env: { PULUMI_HOME: join(dir, "pulumi-home") },
+    env: { PULUMI_HOME: join(dir, "pulumi-home"), PULUMI_PROJECT: "shop" },
     home: join(dir, "account"),
-    host: "ci-7",
     ...over,
   });
   const project = (root: string, extra = "") => {
@@ -123,29 +169,26 @@ describe("the stack instance, as the CLI resolves it", () => {
     writeFileSync(join(folder, "credentials.json"), JSON.stringify(creds));
   };
 
-  test("the project is found above the program's directory (`main: src/`), and must be PULUMI_PROJECT", () => {
+  test("the project is found from the CLI's directory first (an inline program's workspace), else the program's", () => {
+    const workDir = join(dir, "workspace");
+    project(workDir, "backend:\n  url: s3://from-workspace\n");
+    const elsewhere = join(dir, "caller");
+    mkdirSync(elsewhere);
+    // An inline Automation API program: the provider runs where the calling process does.
+    expect(placeOf(at({ cwd: elsewhere, cliCwd: workDir }))).toBe("s3://from-workspace");
+    expect(placeOf(at({ cwd: elsewhere }))).toEqual(
+      new UnknownPlace(`no Pulumi.yaml of project "shop" in ${elsewhere} or above`),
+    );
+  });
+
+  test("`main: src/`: found above the program's directory, and must be PULUMI_PROJECT", () => {
     project(dir, "main: src/\nbackend:\n  url: s3://team-state\n");
-    writeFileSync(join(dir, "Pulumi.test.yaml"), "encryptionsalt: v1:salt\n");
     const src = join(dir, "src");
     mkdirSync(src);
     // A file of another project in the program's own directory is passed over.
     writeFileSync(join(src, "Pulumi.yaml"), "name: other\nruntime: nodejs\n");
-    const env = { PULUMI_PROJECT: "shop" };
-    expect(deriveInstance("test", at({ cwd: src, env }))).toEqual({
-      backend: "s3://team-state",
-      salt: "v1:salt",
-    });
-    expect(deriveInstance("test", at({ cwd: src, env: { PULUMI_PROJECT: "nope" } }))).toEqual(
-      new UnknownInstance(`no Pulumi.yaml of project "nope" in ${src} or above it`),
-    );
-  });
-
-  test("the salt comes from the project's stackConfigDir; none is ''", () => {
-    project(dir, "stackConfigDir: config\nbackend:\n  url: s3://x\n");
-    mkdirSync(join(dir, "config"));
-    writeFileSync(join(dir, "config", "Pulumi.test.yaml"), "encryptedkey: kms-key-blob\n");
-    expect(deriveInstance("org/test", at())).toEqual({ backend: "s3://x", salt: "kms-key-blob" });
-    expect(deriveInstance("prod", at())).toEqual({ backend: "s3://x", salt: "" });
+    expect(placeOf(at({ cwd: src }))).toBe("s3://team-state");
+    expect(placeOf(at({ cwd: src, env: { PULUMI_PROJECT: "nope" } }))).toBeInstanceOf(UnknownPlace);
   });
 
   test("PULUMI_BACKEND_URL, then backend.url, then the login in PULUMI_CREDENTIALS_PATH, PULUMI_HOME, ~/.pulumi, then Pulumi Cloud", () => {
@@ -167,93 +210,49 @@ describe("the stack instance, as the CLI resolves it", () => {
     ).toBe("gs://env");
   });
 
-  test("a login file the credential store encrypted cannot be read: the instance is unknown", () => {
+  test("a login file the credential store encrypted cannot be read: the place is unknown", () => {
     login(join(dir, "creds"), { $pulumiSecureStore: 1, backend: "keychain", data: "AAAA" });
-    const s = at({ env: { PULUMI_CREDENTIALS_PATH: join(dir, "creds") } });
-    expect(backendUrl({}, s)).toEqual(
-      new UnknownInstance(expect.stringContaining("encrypted by the credential store")),
-    );
+    const s = at({ env: { PULUMI_CREDENTIALS_PATH: join(dir, "creds"), PULUMI_PROJECT: "shop" } });
     project(dir);
-    expect(deriveInstance("test", s)).toBeInstanceOf(UnknownInstance);
-    // A backend named outright needs no login.
-    expect(deriveInstance("test", { ...s, env: { ...s.env, PULUMI_BACKEND_URL: "s3://b" } })).toEqual({
-      backend: "s3://b",
-      salt: "",
-    });
+    expect(placeOf(s)).toEqual(
+      new UnknownPlace(expect.stringContaining("encrypted by the credential store")),
+    );
+    // A backend named outright needs no login, nor a project.
+    expect(placeOf({ ...s, cwd: "/", env: { ...s.env, PULUMI_BACKEND_URL: "s3://b/" } })).toBe("s3://b");
   });
 
-  test("a file backend is one real path on this host, however it is spelled", () => {
-    const s = at();
+  test("a file backend is one real path, however it is spelled, and names no host", () => {
     const state = join(dir, "state");
     mkdirSync(state);
     symlinkSync(state, join(dir, "link"));
-    const want = `file://ci-7${state}`;
-    for (const url of [
-      `file://${state}`,
-      `file://${state}/`,
-      `file://${state}//`,
-      `file://${join(dir, "link")}`,
-      `file://${dir}/x/../state`,
-      `file://${state}?no_tmp_dir=true`,
-      "file://./state",
-      "file://state",
+    for (const written of [
+      state,
+      `${state}/`,
+      `${state}//`,
+      join(dir, "link"),
+      `${dir}/x/../state`,
+      "./state",
+      "state",
     ]) {
-      expect([url, normaliseBackend(url, dir, s)]).toEqual([url, want]);
+      expect([written, filePath(written, dir, "/home/x")]).toEqual([written, state]);
     }
     // `~` is the account's home directory (as `user.Current()`), not $HOME.
-    expect(normaliseBackend("file://~/state", "/elsewhere", s)).toBe(`file://ci-7${join(s.home, "state")}`);
-    expect(normaliseBackend("file://~", "/elsewhere", s)).toBe(`file://ci-7${s.home}`);
-    // Relative to the CLI's working directory: another directory is another backend.
-    expect(normaliseBackend("file://./state", join(dir, "sub"), s)).toBe(
-      `file://ci-7${join(dir, "sub", "state")}`,
-    );
+    expect(filePath("~/state", "/elsewhere", "/home/x")).toBe("/home/x/state");
     // A path not made yet resolves through its existing parent's symlinks.
-    expect(normaliseBackend(`file://${join(dir, "link", "new")}`, "/", s)).toBe(
-      `file://ci-7${join(state, "new")}`,
-    );
-    // Other URLs: one spelling without a trailing slash.
-    expect(normaliseBackend("https://api.pulumi.com/", dir, s)).toBe("https://api.pulumi.com");
+    expect(filePath(join(dir, "link", "new"), "/", "/home/x")).toBe(join(state, "new"));
+    project(dir, `backend:\n  url: file://${state}?no_tmp_dir=true\n`);
+    expect(placeOf(at())).toBe(`file://${state}`);
+    expect(placeOf(at(), "acme")).toBe(`file://${state}`); // a file backend has no organizations
   });
 
   test("a relative backend.url is resolved from the CLI's working directory, else the project's", () => {
     project(dir, "main: src/\nbackend:\n  url: file://./.pulumi-state\n");
     mkdirSync(join(dir, "src"));
     const fromProgram = at({ cwd: join(dir, "src") });
-    expect(deriveInstance("test", fromProgram)).toEqual({
-      backend: `file://ci-7${dir}/.pulumi-state`,
-      salt: "",
-    });
-    expect(deriveInstance("test", { ...fromProgram, cliCwd: "/srv/run" })).toEqual({
-      backend: "file://ci-7/srv/run/.pulumi-state",
-      salt: "",
-    });
-  });
-});
-
-describe("the recovery window of derived identities", () => {
-  const take = {
-    importType: "edge:index:HttpsEdgeRoute",
-    importId: "edghts_1/edghtsrt_2",
-    dynamic: "set `adopt: true`",
-  };
-  const now = Date.parse("2026-11-25T12:00:00Z");
-  const ago = (hours: number) => new Date(now - hours * 3_600_000).toISOString();
-
-  test("an object made within it is taken back (a first update killed in fast mode)", () => {
-    expect(() => assertRecoverable("route", "edghtsrt_2", ago(0), take, now)).not.toThrow();
-    expect(() =>
-      assertRecoverable("route", "edghtsrt_2", ago(RECOVERY_WINDOW_HOURS - 0.1), take, now),
-    ).not.toThrow();
-    // Without a creation time (a module), the identity alone decides.
-    expect(() => assertRecoverable("module", "edgtls_1", undefined, take, now)).not.toThrow();
-  });
-
-  test("an older one is refused, naming it and the command that takes it on purpose", () => {
-    expect(() => assertRecoverable("route", "edghtsrt_2", ago(RECOVERY_WINDOW_HOURS + 1), take, now)).toThrow(
-      /route edghtsrt_2 was made 25 hours ago .* `pulumi import edge:index:HttpsEdgeRoute <name> edghts_1\/edghtsrt_2` \(packaged provider\), or set `adopt: true`/,
-    );
-    expect(() => assertRecoverable("route", "edghtsrt_2", ago(24 * 9), take, now)).toThrow(
-      /was made 9 days ago/,
-    );
+    expect(placeOf(fromProgram)).toBe(`file://${dir}/.pulumi-state`);
+    const cli = join(dir, "cli");
+    mkdirSync(cli);
+    project(cli, "backend:\n  url: file://./.pulumi-state\n");
+    expect(placeOf({ ...fromProgram, cliCwd: cli })).toBe(`file://${cli}/.pulumi-state`);
   });
 });

@@ -88,4 +88,10 @@ test("module types have the contract's fields; enums its values", () => {
   expect(values("edge:index:MatchType")).toEqual([...MATCH_TYPES]);
   expect(values("edge:index:SamlNameIdFormat")).toEqual([...NAMEID_FORMATS]);
   expect(schema.config.variables.apiKey).toMatchObject({ secret: true });
+  // TLS: the client key is a credential; the CA and the client certificate are public.
+  expect(schema.config.variables.clientKey).toMatchObject({ type: "string", secret: true });
+  for (const k of ["caCertificate", "clientCertificate"]) {
+    expect(schema.config.variables[k]).toMatchObject({ type: "string" });
+    expect(schema.config.variables[k]).not.toHaveProperty("secret");
+  }
 });

@@ -8,6 +8,7 @@
 import { z } from "zod";
 import { ROUTE_MODULES, ROUTE_SECRET_PATHS } from "../../sdk/contract";
 import { dynamicProvider } from "../../provider/dynamic";
+import { ProviderProcess } from "../../provider/engine/process";
 import { isSecret, keepSecretsOf, reveal, secret } from "../../provider/engine/secrets";
 import type { CheckFailure } from "../../provider/model/check";
 import { engineFailures } from "../../provider/model/failures";
@@ -100,7 +101,10 @@ describe.each(["packaged", "dynamic"] as const)("%s face: check answers leaves s
       const { inputs, failures = [] } = await new EdgeProvider().check(URN, {}, news);
       return { inputs, failures };
     }
-    const { inputs, failures = [] } = await dynamicProvider("httpsEdgeRoute").check!({}, news);
+    const { inputs, failures = [] } = await dynamicProvider("httpsEdgeRoute", new ProviderProcess()).check!(
+      {},
+      news,
+    );
     return { inputs, failures };
   };
 

@@ -4,26 +4,26 @@
  * applied per attempt (a stalled GET is abandoned and retried); the provider's HTTP client sends
  * an Idempotency-Key with every create.
  */
-import { configureFromStack, currentSettings, edgeClient } from "../../provider/config";
+import { edgeClient } from "../../provider/config";
+import { ProviderProcess } from "../../provider/engine/process";
 import { faultProxy } from "./support";
 
 const config = (values: Record<string, string>) => ({ get: (k: string) => values[k] });
 
-afterEach(() => configureFromStack(config({})));
-
 test("edge:requestTimeoutMs: stack config, then EDGE_REQUEST_TIMEOUT_MS; anything but a positive integer is refused", () => {
-  configureFromStack(config({ "edge:requestTimeoutMs": "1500" }));
-  expect(currentSettings({}).requestTimeoutMs).toBe(1500);
-  configureFromStack(config({}));
-  expect(currentSettings({ EDGE_REQUEST_TIMEOUT_MS: "2500" }).requestTimeoutMs).toBe(2500);
-  expect(currentSettings({}).requestTimeoutMs).toBeUndefined();
+  const configured = (env: NodeJS.ProcessEnv, values: Record<string, string> = {}) => {
+    const host = new ProviderProcess(env);
+    host.configure(config(values));
+    return host.settings();
+  };
+  expect(configured({}, { "edge:requestTimeoutMs": "1500" }).requestTimeoutMs).toBe(1500);
+  expect(configured({ EDGE_REQUEST_TIMEOUT_MS: "2500" }).requestTimeoutMs).toBe(2500);
+  expect(configured({}).requestTimeoutMs).toBeUndefined();
   for (const bad of ["abc", "0", "-5", "1.5", "1e3x"]) {
-    expect(() => configureFromStack(config({ "edge:requestTimeoutMs": bad }))).toThrow(
+    expect(() => configured({}, { "edge:requestTimeoutMs": bad })).toThrow(
       `edge:requestTimeoutMs must be a positive integer (milliseconds), got "${bad}"`,
     );
-    expect(() => currentSettings({ EDGE_REQUEST_TIMEOUT_MS: bad })).toThrow(
-      /EDGE_REQUEST_TIMEOUT_MS must be/,
-    );
+    expect(() => configured({ EDGE_REQUEST_TIMEOUT_MS: bad })).toThrow(/EDGE_REQUEST_TIMEOUT_MS must be/);
   }
 });
 

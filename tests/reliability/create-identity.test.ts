@@ -7,21 +7,24 @@
  * | `main: src/`, two checkouts, relative `backend.url`, one settings file | B makes its own objects; B's destroy leaves A's |
  * | two `pulumi login`s under two `PULUMI_CREDENTIALS_PATH` | the same |
  * | two backends (PULUMI_BACKEND_URL) sharing the settings file, or `--config-file` | the same |
+ * | a copy of the state on another backend (`stack export`/`stack import`), both kept | the copy takes a new anchor, said once; it makes its own objects or fails clearly; the original untouched |
  * | lost create, retry under another host name, same backend | recovered, nothing twice |
  * | lost create, retry with the backend spelled differently | recovered |
+ * | a first update in fast mode | refused before anything is made, naming the fix; later fast updates run |
+ * | objects this resource's identity did not make (a create 0.2.0 lost) | each run fails, naming each object and `pulumi import`; nothing changes |
+ * | `--target` on a stack's first update | the dynamic face's error names the anchor; with it targeted too, it works |
+ * | an anchor edited in the state | replaced, with a warning; creates carry the new one |
+ * | a lost create retried after its resource moved to another provider resource (packaged) | fails clearly, nothing twice |
+ * | an inline Automation API program | its place found from the workspace; a lost create recovered |
  * | the repository's main job: `npm run up`, a lost create, `pulumi up` from the root | recovered |
- * | `stack rm --force` then `stack init` of the same name | new objects, the orphans left; never "answer was lost" |
- * | an object found by a derived identity, older than the recovery window | refused, naming `pulumi import` |
- *
- * A "first update killed in fast mode" is made here as the kill leaves it, without the kill: a
- * fast-mode `up`, then a state emptied of its resources (`stack export`/`stack import`). The kills
- * themselves are tests/reliability/exactly-once's.
+ * | `stack rm --force` then `stack init` of the same name | new objects, the orphans left |
  */
 import {
   cpSync,
   mkdirSync,
   mkdtempSync,
   readFileSync,
+  realpathSync,
   renameSync,
   rmSync,
   symlinkSync,
@@ -29,7 +32,6 @@ import {
 } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join, relative } from "node:path";
-import Database from "libsql";
 import { type RecordingServer, recordingServer } from "../engine/support/harness";
 import { WORK_ROOT } from "../support/workspace";
 import { PLUGIN_DIR } from "../packaged/support/plugin";
@@ -178,33 +180,19 @@ function ok(r: Result): Result {
 
 const up = ["up", "--yes", "--skip-preview"];
 const destroy = ["destroy", "--yes", "--skip-preview"];
-const PROVEN = /was made for this resource by an earlier create whose answer was lost/;
-const DERIVED =
-  /was made for this resource by an earlier create that this stack's state does not record, found by the identity derived/;
+/** What the provider says of an object an earlier create for the resource made (lifecycle/held). */
+const FOUND_AGAIN = /already existed, made by an earlier create for this resource/;
 const TAKEN = /earlier create|took over/;
+const NEW_ANCHOR = /it is a copy or a move, so it takes an anchor of its own/;
 
-/**
- * The state as a first update killed in fast mode leaves it: no resources (what the engine had
- * not written), the objects on the service.
- */
-async function forgetEverything(c: Checkout, env: Record<string, string> = {}) {
+/** The state's deployment, exported; `edit` changes it; imported back. */
+async function editState(c: Checkout, edit: (deployment: any) => void, env: Record<string, string> = {}) {
   const file = join(c.stateDir, "..", "export.json");
   ok(await c.run(["stack", "export", "--file", file], { env }));
   const exported = JSON.parse(readFileSync(file, "utf8"));
-  exported.deployment.resources = [];
+  edit(exported.deployment);
   writeFileSync(file, JSON.stringify(exported));
   ok(await c.run(["stack", "import", "--file", file], { env }));
-}
-
-/** Sets the creation time of a route on the service to `hours` ago (no API changes it). */
-function ageOnService(routeId: string, hours: number) {
-  const db = new Database(join(serviceDir, "edge.db"));
-  try {
-    const at = new Date(Date.now() - hours * 3_600_000).toISOString();
-    expect(db.prepare("UPDATE routes SET created_at = ? WHERE id = ?").run(at, routeId).changes).toBe(1);
-  } finally {
-    db.close();
-  }
 }
 
 /** A proxy in front of the service that loses the answers of creates whose path `lose` matches. */
@@ -231,9 +219,7 @@ async function loseRouteCreate(c: Checkout, lose: { lose: RegExp | undefined }) 
 
 describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
   test("`main: src/`, two checkouts, a relative backend.url, one settings file: B makes its own objects", async () => {
-    // Both first updates in fast mode: their creates carry the identity derived from the backend
-    // each CLI resolves (./.pulumi-state of each checkout), which must differ.
-    const opts = { main: true, backendUrl: "file://./.pulumi-state", env: FAST };
+    const opts = { main: true, backendUrl: "file://./.pulumi-state" };
     const a = await checkout(face, `${face}-main-a`, opts);
     const b = await checkout(face, `${face}-main-b`, { ...opts, settingsFrom: a });
     expect(readFileSync(join(b.root, "Pulumi.test.yaml"), "utf8")).toMatch(/encryptionsalt/);
@@ -251,7 +237,7 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
   });
 
   test("two `pulumi login`s under two PULUMI_CREDENTIALS_PATH: B makes its own objects", async () => {
-    const a = await checkout(face, `${face}-login`, { env: FAST });
+    const a = await checkout(face, `${face}-login`);
     // One checkout, one settings file; each login is a credentials folder naming its backend.
     const login = async (name: string) => {
       const creds = join(a.root, "..", `creds-${name}`);
@@ -262,7 +248,6 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
       return { env, state };
     };
     const [one, two] = [await login("one"), await login("two")];
-    // A's stack moves to its login (the same settings file: the salt stays).
     ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: one.env }));
     ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: two.env }));
     ok(await a.run(up, { env: one.env }));
@@ -282,39 +267,108 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
   });
 
   test.each(["the committed settings file", "--config-file"])(
-    "two backends sharing %s: B takes none of A's objects, in either mode",
+    "two backends sharing %s: B takes none of A's objects",
     async (how) => {
       const viaFile = how === "--config-file";
       const a = await checkout(face, `${face}-backend-${viaFile ? "cfg" : "settings"}`);
       const settings = join(a.root, "Pulumi.test.yaml");
       const configFile = join(a.root, "edge-stack.yaml");
       const withConfig = viaFile ? ["--config-file", configFile] : [];
-      if (viaFile) renameSync(settings, configFile); // the provider then finds no salt at all
-      for (const env of [{}, FAST]) {
-        ok(await a.run([...up, ...withConfig], { env }));
-        const idsA = await a.ids();
-        expect(idsA).toHaveLength(4);
-        // Stack B: the same checkout, project, stack name and settings, on another backend.
-        const otherState = mkdtempSync(join(tmpdir(), "edge-identity-b-"));
-        cleanups.push(() => rmSync(otherState, { recursive: true, force: true }));
-        const runB = (args: string[]) => runPulumi(args, { cwd: a.root, stateDir: otherState, env });
-        ok(await runB(["stack", "init", "--secrets-provider", "passphrase"]));
-        if (viaFile) rmSync(settings, { force: true }); // init wrote one; B uses --config-file
-        const upB = ok(await runB([...up, ...withConfig]));
-        expect(upB.output).not.toMatch(TAKEN);
-        const idsB = (
-          await stateOf({ name: "test", workspace: { workDir: a.root } }, otherState)
-        ).resources.map((r) => r.id.split("/").pop()!);
-        expect(idsB).toHaveLength(4);
-        expect(idsB.filter((id) => idsA.includes(id))).toEqual([]);
-        ok(await runB([...destroy, ...withConfig]));
-        expect(await onService()).toEqual(idsA);
-        ok(await a.run(["preview", "--refresh", "--expect-no-changes", ...withConfig]));
-        ok(await a.run([...destroy, ...withConfig], { env }));
-        expect(await onService()).toEqual([]);
-      }
+      if (viaFile) renameSync(settings, configFile);
+      ok(await a.run([...up, ...withConfig]));
+      const idsA = await a.ids();
+      expect(idsA).toHaveLength(4);
+      // Stack B: the same checkout, project, stack name and settings, on another backend.
+      const otherState = mkdtempSync(join(tmpdir(), "edge-identity-b-"));
+      cleanups.push(() => rmSync(otherState, { recursive: true, force: true }));
+      const runB = (args: string[]) => runPulumi(args, { cwd: a.root, stateDir: otherState });
+      ok(await runB(["stack", "init", "--secrets-provider", "passphrase"]));
+      if (viaFile) rmSync(settings, { force: true }); // init wrote one; B uses --config-file
+      const upB = ok(await runB([...up, ...withConfig]));
+      expect(upB.output).not.toMatch(TAKEN);
+      const idsB = (
+        await stateOf({ name: "test", workspace: { workDir: a.root } }, otherState)
+      ).resources.map((r) => r.id.split("/").pop()!);
+      expect(idsB).toHaveLength(4);
+      expect(idsB.filter((id) => idsA.includes(id))).toEqual([]);
+      ok(await runB([...destroy, ...withConfig]));
+      expect(await onService()).toEqual(idsA);
+      ok(await a.run(["preview", "--refresh", "--expect-no-changes", ...withConfig]));
+      ok(await a.run([...destroy, ...withConfig]));
+      expect(await onService()).toEqual([]);
     },
   );
+
+  test("a copy of the state on another backend, both kept: the copy's new objects are its own", async () => {
+    const a = await checkout(face, `${face}-copy`);
+    ok(await a.run(up));
+    const before = await onService();
+    // The copy: `stack export`, then `stack init` + `stack import` on another backend (a migration
+    // being tried out, a staging copy), in the same checkout (the same settings file).
+    const copyState = mkdtempSync(join(tmpdir(), "edge-identity-copy-"));
+    cleanups.push(() => rmSync(copyState, { recursive: true, force: true }));
+    const file = join(a.stateDir, "..", "copy.json");
+    ok(await a.run(["stack", "export", "--file", file]));
+    const runCopy = (args: string[]) => runPulumi(args, { cwd: a.root, stateDir: copyState });
+    ok(await runCopy(["stack", "init", "--secrets-provider", "passphrase"]));
+    ok(await runCopy(["stack", "import", "--file", file]));
+
+    // A resource is added to the program; the original makes it first.
+    const extra = {
+      ...SPEC,
+      edges: [...SPEC.edges, "extra"],
+      routes: [
+        ...SPEC.routes,
+        { name: "extra-api", edge: "extra", args: { matchType: "exact_path", match: "/x" } },
+      ],
+    };
+    await a.setSpec(extra);
+    ok(await a.run(up));
+    const original = await a.ids();
+    // The copy tells it is not the original, once, and makes its own objects.
+    const copied = ok(await runCopy(up));
+    expect(copied.output).toMatch(NEW_ANCHOR);
+    expect(copied.output.match(NEW_ANCHOR)).toHaveLength(1);
+    expect(copied.output).not.toMatch(TAKEN);
+    const copyIds = (await stateOf({ name: "test", workspace: { workDir: a.root } }, copyState)).resources
+      .map((r) => r.id.split("/").pop()!)
+      .sort();
+    const newInOriginal = original.filter((id) => !before.includes(id));
+    const newInCopy = copyIds.filter((id) => !before.includes(id));
+    expect(newInOriginal).toHaveLength(2);
+    expect(newInCopy).toHaveLength(2);
+    expect(newInCopy.filter((id) => newInOriginal.includes(id))).toEqual([]);
+    // From then on the copy keeps its anchor: no change to preview, no word of it.
+    const again = ok(await runCopy(["preview", "--refresh", "--expect-no-changes"]));
+    expect(again.output).not.toMatch(NEW_ANCHOR);
+
+    // A route added to an edge both states hold: the original makes it, the copy fails clearly
+    // (the edge's routes are one edge's, whoever holds it), changing nothing.
+    const shared = {
+      ...extra,
+      routes: [
+        ...extra.routes,
+        { name: "web-v2", edge: "web", args: { matchType: "exact_path", match: "/v2" } },
+      ],
+    };
+    await a.setSpec(shared);
+    ok(await a.run(up));
+    const withShared = await onService();
+    const refused = await runCopy(up);
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toMatch(
+      /already has a route with matchType "exact_path" and match "\/v2" \(edghtsrt_\w+\): this stack's state does not record it.*pulumi import edge:index:HttpsEdgeRoute web-v2 edghts_\w+\/edghtsrt_\w+/s,
+    );
+    expect(await onService()).toEqual(withShared);
+    // The original is untouched: it previews no change.
+    ok(await a.run(["preview", "--refresh", "--expect-no-changes"]));
+    expect((await a.ids()).sort()).toEqual(withShared.filter((id) => !newInCopy.includes(id)));
+    // Each destroys what it holds; what both hold goes with the first.
+    ok(await runCopy(destroy));
+    ok(await a.run(["refresh", "--yes", "--skip-preview"]));
+    ok(await a.run(destroy));
+    expect(await onService()).toEqual([]);
+  });
 
   test("a lost create, retried under another host name on the same backend: recovered, nothing twice", async () => {
     const proxy = await losingProxy();
@@ -325,14 +379,15 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     await loseRouteCreate(c, proxy.state);
     const made = await onService();
     const retry = ok(await c.run(up, { hostname: "ci-run-2" }));
-    expect(retry.output).toMatch(PROVEN);
+    expect(retry.output).toMatch(FOUND_AGAIN);
+    expect(retry.output).not.toMatch(NEW_ANCHOR);
     expect(await onService()).toEqual(made);
     expect(await c.ids()).toEqual(made);
     ok(await c.run(destroy, { hostname: "ci-run-3" }));
     expect(await onService()).toEqual([]);
   });
 
-  test("a lost create, retried with the backend spelled differently: recovered", async () => {
+  test("a lost create, retried with the backend spelled differently: recovered, the anchor kept", async () => {
     const c = await checkout(face, `${face}-spelling`);
     const link = join(c.root, "..", "state-link");
     symlinkSync(c.stateDir, link);
@@ -346,36 +401,129 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
       `file://./${relative(c.root, c.stateDir)}`,
       `file://~/${relative(userInfo().homedir, join(home, "state"))}`,
     ];
-    const retries = spellings.map((url) => ({ PULUMI_BACKEND_URL: url }));
-
-    // Anchored (the state holds the stack's anchor): a route forgotten by the state, as a lost
-    // answer leaves it, found again under every spelling.
     ok(await c.run(up));
     const all = await onService();
     const route = (
       await stateOf({ name: "test", workspace: { workDir: c.root } }, c.stateDir)
     ).resources.find((r) => r.kind === "route")!;
-    for (const env of retries) {
+    // A route forgotten by the state, as a lost answer leaves it, found again under every spelling.
+    for (const url of spellings) {
+      const env = { PULUMI_BACKEND_URL: url };
       ok(await c.run(["state", "delete", route.urn, "--yes"], { env }));
-      expect(ok(await c.run(up, { env })).output).toMatch(PROVEN);
+      const retry = ok(await c.run(up, { env }));
+      expect(retry.output).toMatch(FOUND_AGAIN);
+      expect(retry.output).not.toMatch(NEW_ANCHOR);
       expect(await onService()).toEqual(all);
     }
     ok(await c.run(destroy));
+  });
 
-    // Derived (a first update killed in fast mode: no anchor yet): the same identity is derived
-    // from every spelling, so the retry finds every object (and re-keys them to its anchor: each
-    // spelling starts from a fast first update of its own).
-    for (const env of retries) {
-      ok(await c.run(up, { env: FAST }));
-      const fast = await onService();
-      await forgetEverything(c, env);
-      const retry = ok(await c.run(up, { env }));
-      expect(retry.output).toMatch(DERIVED);
-      expect(await onService()).toEqual(fast);
-      expect(await c.ids()).toEqual(fast);
-      ok(await c.run(destroy));
-    }
+  test("a first update in fast mode is refused before anything is made; later ones run", async () => {
+    const c = await checkout(face, `${face}-fast`);
+    const refused = await c.run(up, { env: FAST });
+    expect(refused.code).not.toBe(0);
+    expect(refused.output).toMatch(
+      /PULUMI_SKIP_CHECKPOINTS is set: the engine would save the anchor only at the end of the run.*Nothing was created\. Run this one update with checkpoints/s,
+    );
     expect(await onService()).toEqual([]);
+    // The fix the message names, then fast mode for the updates after it.
+    await c.setSpec({ ...SPEC, routes: [] });
+    ok(await c.run(up));
+    await c.setSpec(SPEC);
+    ok(await c.run(up, { env: FAST }));
+    expect(await c.ids()).toEqual(await onService());
+    expect(await c.ids()).toHaveLength(4);
+    ok(await c.run(destroy, { env: FAST }));
+    expect(await onService()).toEqual([]);
+  });
+
+  test("objects this resource's identity did not make: every run fails naming them; nothing changes", async () => {
+    // As a create pulumi-edge 0.2.0 lost leaves them, made by a key that is not this stack's: a
+    // route on the stack's edge, the TLS edge's IP restriction, an edge holding the hostport.
+    const c = await checkout(face, `${face}-foreign`);
+    await c.setSpec({ ...SPEC, routes: [], tls: [] });
+    ok(await c.run(up));
+    const { resources } = await stateOf({ name: "test", workspace: { workDir: c.root } }, c.stateDir);
+    const web = resources.find((r) => r.kind === "httpsEdge")!.id;
+    const tcp = resources.find((r) => r.kind === "tlsEdge")!.id;
+    const lost = { identity: "pulumi-edge 0.2.0, another machine" };
+    const route = await server.client.createRoute(web, { match_type: "path_prefix", match: "/api" }, lost);
+    await server.client.putTlsIpRestriction(tcp, { ip_policy_ids: ["ipp_9"] }, { ...lost, keyedOn: {} });
+    const other = await server.client.createHttpsEdge({ hostports: ["shop.example.com:443"] }, lost);
+    const before = await onService();
+    await c.setSpec({
+      ...SPEC,
+      edges: [...SPEC.edges, { name: "shop", args: { hostports: ["Shop.example.com:443"] } }],
+    });
+    for (let run = 1; run <= 3; run++) {
+      // Every create tried (they are independent), so that each names its object.
+      const refused = await c.run([...up, "--continue-on-error"]);
+      expect(refused.code).not.toBe(0);
+      for (const said of [
+        `already has a route with matchType "path_prefix" and match "/api" (${route.id}): this stack's state does not record it`,
+        `pulumi import edge:index:HttpsEdgeRoute api ${web}/${route.id}`,
+        `TLS edge ${tcp} already has an IP restriction module (policies: ipp_9)`,
+        `pulumi import edge:index:TlsEdgeIpRestriction allow ${tcp}`,
+        `HTTPS edge ${other.id} already serves shop.example.com:443`,
+        `pulumi import edge:index:HttpsEdge shop ${other.id}`,
+      ]) {
+        expect(refused.output).toContain(said);
+      }
+      expect(await onService()).toEqual(before);
+      expect(refused.output).not.toMatch(TAKEN);
+    }
+    await server.client.deleteHttpsEdge(other.id);
+    await c.setSpec({ ...SPEC, routes: [], tls: [] });
+    ok(await c.run(destroy));
+  });
+
+  test("`--target` on a stack's first update", async () => {
+    const c = await checkout(face, `${face}-target`);
+    const project = /^name:\s*(\S+)/m.exec(readFileSync(join(c.root, "Pulumi.yaml"), "utf8"))![1]!;
+    const target = (type: string, name: string) => [
+      "--target",
+      `urn:pulumi:test::${project}::${type}::${name}`,
+    ];
+    const edgeType = face === "dynamic" ? "pulumi-nodejs:dynamic/edge:HttpsEdge" : "edge:index:HttpsEdge";
+    const anchor = "pulumi-nodejs:dynamic/edge:StackAnchor";
+    if (face === "dynamic") {
+      // Every resource takes the stack's anchor: the engine's error names it; targeted too, it works.
+      const first = await c.run([...up, ...target(edgeType, "web")]);
+      expect(first.code).not.toBe(0);
+      expect(first.output).toContain(`${anchor}::pulumi-edge`);
+      expect(await onService()).toEqual([]);
+      ok(await c.run([...up, ...target(edgeType, "web"), ...target(anchor, "pulumi-edge")]));
+    } else {
+      // The provider resource, which holds the anchor, comes with its resources by itself.
+      ok(await c.run([...up, ...target(edgeType, "web")]));
+    }
+    expect(await c.ids()).toHaveLength(1);
+    ok(await c.run(up));
+    expect(await c.ids()).toHaveLength(4);
+    ok(await c.run(destroy));
+  });
+
+  test("an anchor edited in the state is replaced, with a warning; creates carry the new one", async () => {
+    const proxy = await losingProxy();
+    const c = await checkout(face, `${face}-edited`, { baseUrl: proxy.url });
+    await c.setSpec({ ...SPEC, routes: [] });
+    ok(await c.run(up));
+    await editState(c, (deployment) => {
+      for (const r of deployment.resources) {
+        if (String(r.type).endsWith(":StackAnchor")) r.outputs.anchor = "edited-by-hand";
+        if (String(r.type) === "pulumi:providers:edge") r.inputs.__anchor = "edited-by-hand";
+      }
+    });
+    await c.setSpec(SPEC);
+    // The run that finds it says so, and its creates carry a new anchor, which the state keeps:
+    // a create lost in that run is recovered by the next.
+    await loseRouteCreate(c, proxy.state);
+    const made = await onService();
+    const retry = ok(await c.run(up));
+    expect(retry.output).toMatch(FOUND_AGAIN);
+    expect(await onService()).toEqual(made);
+    ok(await c.run(["preview", "--refresh", "--expect-no-changes"]));
+    ok(await c.run(destroy));
   });
 
   test("`stack rm --force`, then `stack init` of the same name: new objects, the orphans left alone", async () => {
@@ -391,57 +539,6 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     expect(ids.filter((id) => orphans.includes(id))).toEqual([]);
     ok(await c.run(destroy));
     expect(await onService()).toEqual(orphans);
-    for (const id of new Set(orphans.filter((i) => /^edg(hts|tls)_/.test(i)))) {
-      await (id.startsWith("edghts_") ? server.client.deleteHttpsEdge(id) : server.client.deleteTlsEdge(id));
-    }
-
-    // The old stack's first update ran in fast mode: its objects carry the derived identity, which
-    // the new stack's first update derives too (same machine, backend, settings): taken, within
-    // the recovery window, and said how (never "answer was lost").
-    ok(await c.run(up, { env: FAST }));
-    const fastOrphans = await onService();
-    ok(await c.run(["stack", "rm", "--force", "--preserve-config", "--yes"]));
-    ok(await c.run(["stack", "init", "--secrets-provider", "passphrase"]));
-    const taken = ok(await c.run(up));
-    expect(taken.output).toMatch(DERIVED);
-    expect(taken.output).not.toMatch(/answer was lost/);
-    expect(await c.ids()).toEqual(fastOrphans);
-    ok(await c.run(destroy));
-  });
-
-  test("found by a derived identity and older than the recovery window: refused, naming `pulumi import`", async () => {
-    const c = await checkout(face, `${face}-window`);
-    // Found by the anchored identity (proof), a route is taken back however old.
-    ok(await c.run(up));
-    const before = await onService();
-    const routeOf = async () =>
-      (await stateOf({ name: "test", workspace: { workDir: c.root } }, c.stateDir)).resources.find(
-        (r) => r.kind === "route",
-      )!;
-    let route = await routeOf();
-    ok(await c.run(["state", "delete", route.urn, "--yes"]));
-    ageOnService(route.id.split("/").pop()!, 24 * 30);
-    expect(ok(await c.run(up)).output).toMatch(PROVEN);
-    expect(await c.ids()).toEqual(before);
-    ok(await c.run(destroy));
-
-    // Found by the derived identity (a first update killed in fast mode), a route made longer ago
-    // than the window is not taken: the create fails, naming it and how to take it on purpose.
-    ok(await c.run(up, { env: FAST }));
-    const fast = await onService();
-    route = await routeOf();
-    const [edgeId, routeId] = [route.outputs.edgeId as string, route.id.split("/").pop()!];
-    await forgetEverything(c);
-    ageOnService(routeId, 48);
-    const refused = await c.run(up);
-    expect(refused.code).not.toBe(0);
-    expect(refused.output).toMatch(
-      new RegExp(
-        `route ${routeId} was made 2 days ago .*recovery window.*pulumi import edge:index:HttpsEdgeRoute <name> ${edgeId}/${routeId}`,
-      ),
-    );
-    expect(await onService()).toEqual(fast); // nothing made, nothing deleted
-    expect(await c.ids()).not.toContain(routeId);
   });
 
   test("destroy then up makes new objects; the forced replace of an unchanged resource keeps it", async () => {
@@ -465,8 +562,16 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     ok(await c.run(["preview", "--expect-no-changes"]));
 
     // A replace the program asks for (an edge's description: edges have no update) is a new edge,
-    // and its route moves with it (a new route on the new edge).
-    await c.setSpec({ ...SPEC, edges: [{ name: "web", args: { description: "web v2" } }] });
+    // and its route moves with it; an edge keeping its hostport is replaced old-first.
+    await c.setSpec({
+      ...SPEC,
+      edges: [{ name: "web", args: { description: "web v2", hostports: ["w.example.com:443"] } }],
+    });
+    ok(await c.run(up));
+    await c.setSpec({
+      ...SPEC,
+      edges: [{ name: "web", args: { description: "web v3", hostports: ["w.example.com:443"] } }],
+    });
     ok(await c.run(up));
     const third = await c.ids();
     expect(third).toHaveLength(4);
@@ -491,7 +596,7 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     });
     const recovered = ok(await c.run(up));
     expect(recovered.output).toMatch(
-      /took over route edghtsrt_\w+ \(made for this resource by an earlier run with other inputs, found by this stack's own identity\)/,
+      /took over route edghtsrt_\w+ \(made by an earlier create for this resource with other inputs, found by this stack's identity for it\)/,
     );
     expect(await onService()).toEqual(madeByFailedRun); // found again: nothing new was made
     expect(await c.ids()).toEqual(madeByFailedRun);
@@ -520,6 +625,84 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
   });
 });
 
+describe("packaged face: a resource moved to another provider resource", () => {
+  test("a create lost under one provider resource, retried under another: fails clearly, nothing twice", async () => {
+    const proxy = await losingProxy();
+    const c = await checkout("packaged", "provider-moved", { baseUrl: proxy.url });
+    await c.setSpec({ ...SPEC, routes: [] });
+    ok(await c.run(up));
+    await c.setSpec(SPEC);
+    await loseRouteCreate(c, proxy.state);
+    const made = await onService();
+    // The program now puts its resources on an explicit provider resource: a new anchor, whose
+    // identity did not make the lost route; its match names it.
+    await c.setSpec({ ...SPEC, provider: "explicit" });
+    const retry = await c.run(up);
+    expect(retry.code).not.toBe(0);
+    expect(retry.output).toMatch(
+      /already has a route with matchType "path_prefix" and match "\/api" \(edghtsrt_\w+\)/,
+    );
+    expect(retry.output).toContain("pulumi import edge:index:HttpsEdgeRoute api ");
+    expect(await onService()).toEqual(made);
+    await c.setSpec({ ...SPEC, routes: [] });
+    ok(await c.run(up));
+    for (const e of (await server.client.listHttpsEdges()).https_edges)
+      for (const r of e.routes) await server.client.deleteRoute(e.id, r.id);
+    ok(await c.run(destroy));
+  });
+});
+
+describe("an inline Automation API program", () => {
+  test("its place is found from the workspace, and a lost create is recovered", async () => {
+    // The program runs in this process (whose directory holds another project); the CLI runs in
+    // the workspace, where Pulumi.yaml names the backend relative to it.
+    const proxy = await losingProxy();
+    mkdirSync(WORK_ROOT, { recursive: true });
+    const workDir = mkdtempSync(join(WORK_ROOT, "identity-inline-"));
+    cleanups.push(() => rmSync(workDir, { recursive: true, force: true }));
+    mkdirSync(join(workDir, ".state"));
+    writeFileSync(
+      join(workDir, "Pulumi.yaml"),
+      "name: identity-inline\nruntime: nodejs\nbackend:\n  url: file://./.state\n",
+    );
+    const { HttpsEdge, HttpsEdgeRoute } = await import("../../index");
+    let withRoute = false;
+    const program = async () => {
+      const web = new HttpsEdge("web", { description: "inline" });
+      if (withRoute) new HttpsEdgeRoute("api", { edgeId: web.id, matchType: "path_prefix", match: "/api" });
+    };
+    const stack = await engine.inlineStack({
+      projectName: "identity-inline",
+      program,
+      workDir,
+      stackName: "test",
+      stateDir: join(workDir, ".state"),
+      env: { PULUMI_BACKEND_URL: "" },
+    });
+    await stack.setConfig("edge:baseUrl", { value: proxy.url });
+    await stack.setConfig("edge:requestDeadlineMs", { value: "2000" });
+    await stack.up({ color: "never" });
+    const exported = await stack.exportStack();
+    const anchor = (exported.deployment.resources ?? []).find((r: { type: string }) =>
+      r.type.endsWith(":StackAnchor"),
+    );
+    expect(anchor?.outputs?.place).toBe(`file://${realpathSync(join(workDir, ".state"))}`);
+
+    withRoute = true;
+    proxy.state.lose = /\/routes$/;
+    await expect(stack.up({ color: "never" })).rejects.toThrow();
+    proxy.state.lose = undefined;
+    const made = await onService();
+    const said: string[] = [];
+    await stack.up({ color: "never", onOutput: (line) => void said.push(line) });
+    expect(said.join("")).toMatch(FOUND_AGAIN);
+    expect(said.join("")).not.toMatch(NEW_ANCHOR);
+    expect(await onService()).toEqual(made);
+    await stack.destroy({ color: "never" });
+    expect(await onService()).toEqual([]);
+  });
+});
+
 describe("the repository's main job", () => {
   test("`npm run up`, a lost create, then `pulumi up` from the project's root: recovered", async () => {
     // A copy of the root project (Pulumi.yaml with `main: examples/main-stack/` and a relative
@@ -535,36 +718,22 @@ describe("the repository's main job", () => {
     const stateDir = join(root, ".pulumi-state");
     mkdirSync(stateDir);
     // `npm run up` is scripts/stack.mjs: the Automation API, PULUMI_BACKEND_URL set to the state.
-    const npmRunUp = async (env: Record<string, string> = {}) => {
-      const stack = await engine.directoryStack({ workDir: root, stackName: "dev", stateDir, env });
-      await stack.up({ color: "never" });
-    };
+    const stack = await engine.directoryStack({ workDir: root, stackName: "dev", stateDir });
     // A plain `pulumi up` in the root: the project's backend.url, relative to where it runs.
-    const plain = (args: string[], env: Record<string, string> = {}) =>
-      runPulumi(args, { cwd: root, stateDir, stackName: "dev", env: { PULUMI_BACKEND_URL: "", ...env } });
+    const plain = (args: string[]) =>
+      runPulumi(args, { cwd: root, stateDir, stackName: "dev", env: { PULUMI_BACKEND_URL: "" } });
     const resources = async () =>
       (await stateOf({ name: "dev", workspace: { workDir: root } }, stateDir)).resources;
 
-    await npmRunUp();
+    await stack.up({ color: "never" });
     const all = (await resources()).map((r) => r.id).sort();
     const route = (await resources()).find((r) => r.kind === "route")!;
     ok(await plain(["state", "delete", route.urn, "--yes"]));
-    expect(ok(await plain(up)).output).toMatch(PROVEN);
+    const retry = ok(await plain(up));
+    expect(retry.output).toMatch(FOUND_AGAIN);
+    // The Automation API's absolute URL and the CLI's relative one are one place: the anchor stays.
+    expect(retry.output).not.toMatch(NEW_ANCHOR);
     expect((await resources()).map((r) => r.id).sort()).toEqual(all);
-    ok(await plain(destroy));
-
-    // The same with the first update in fast mode, killed (no anchor yet): the identity the
-    // Automation API's run derived is derived again by the plain CLI in the root.
-    await npmRunUp(FAST);
-    const fast = (await resources()).map((r) => r.id).sort();
-    const file = join(root, "export.json");
-    ok(await plain(["stack", "export", "--file", file]));
-    const exported = JSON.parse(readFileSync(file, "utf8"));
-    exported.deployment.resources = [];
-    writeFileSync(file, JSON.stringify(exported));
-    ok(await plain(["stack", "import", "--file", file]));
-    expect(ok(await plain(up)).output).toMatch(DERIVED);
-    expect((await resources()).map((r) => r.id).sort()).toEqual(fast);
     ok(await plain(destroy));
   });
 });

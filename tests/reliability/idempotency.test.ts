@@ -363,9 +363,10 @@ describe.each(FIXTURES)("a create's key lives as long as its object %s", (_label
   });
 });
 
-describe.each(FIXTURES)("Idempotency-Prior-Key %s", (_label, makeFixture) => {
-  // The provider's guess before a stack's state anchors its identity (provider/identity): an
-  // earlier create may have used the prior key; its object is answered and takes the new key.
+describe.each(FIXTURES)("a key names only what it made %s", (_label, makeFixture) => {
+  // No header lets a create take an object another key made: a client that names an object's key
+  // as a "prior" one (a header pulumi-edge sent before it stopped guessing) changes nothing, and
+  // the object keeps its own key.
   let fx: Fixture;
   let edgeId: string;
   let tlsId: string;
@@ -381,92 +382,109 @@ describe.each(FIXTURES)("Idempotency-Prior-Key %s", (_label, makeFixture) => {
     ...(prior ? { "idempotency-prior-key": `${prior}-${fx.kind}` } : {}),
   });
 
-  test("the object made with the prior key is answered (`Idempotent-Replayed: prior`) and carries the new key", async () => {
-    const body = { match_type: "exact_path", match: "/prior" };
-    const first = await raw(fx.transport, "POST", routes(), { body, headers: keys("derived") });
+  test("a route: another key conflicts on its match, twice and three times, and re-keys nothing", async () => {
+    const body = { match_type: "exact_path", match: "/theirs" };
+    const first = await raw(fx.transport, "POST", routes(), { body, headers: keys("theirs") });
     expect(first.status).toBe(201);
-    const again = await raw(fx.transport, "POST", routes(), { body, headers: keys("anchored", "derived") });
-    expect([again.status, again.json.id, again.headers.get("idempotent-replayed")]).toEqual([
-      201,
-      first.json.id,
-      "prior",
-    ]);
-    // From now on the new key names it, and the prior one no longer does.
-    const byNew = await raw(fx.transport, "POST", routes(), { body, headers: keys("anchored") });
-    expect([byNew.json.id, byNew.headers.get("idempotent-replayed")]).toEqual([first.json.id, "true"]);
-    const byOld = await raw(fx.transport, "POST", routes(), {
-      body: { match_type: "exact_path", match: "/prior-2" },
-      headers: keys("derived"),
-    });
-    expect([byOld.status, byOld.headers.get("idempotent-replayed")]).toEqual([201, null]);
-    expect(byOld.json.id).not.toBe(first.json.id);
+    for (let run = 0; run < 3; run++) {
+      const again = await raw(fx.transport, "POST", routes(), { body, headers: keys("mine", "theirs") });
+      expect([again.status, again.json.error_code, again.headers.get("idempotent-replayed")]).toEqual([
+        409,
+        ERROR_CODES.conflict.code,
+        null,
+      ]);
+    }
+    // The object still answers its own key, and only it.
+    const byOwn = await raw(fx.transport, "POST", routes(), { body, headers: keys("theirs") });
+    expect([byOwn.json.id, byOwn.headers.get("idempotent-replayed")]).toEqual([first.json.id, "true"]);
+    expect((await fx.client.listRoutes(edgeId)).routes.map((r) => r.match)).toEqual(["/theirs"]);
   });
 
-  test("the key wins over the prior key; neither known: a new object under the key", async () => {
-    const body = {};
-    const a = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-a") });
-    const b = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-b") });
-    const both = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-a", "edge-b") });
-    expect([both.json.id, both.headers.get("idempotent-replayed")]).toEqual([a.json.id, "true"]);
-    // b keeps its own key: the prior key only serves when the key names nothing.
-    const stillB = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-b") });
-    expect(stillB.json.id).toBe(b.json.id);
-    const fresh = await raw(fx.transport, "POST", "/edges/https", {
-      body,
-      headers: keys("edge-c", "edge-d"),
+  test("an edge: another key makes another edge, or conflicts on a hostport it shares", async () => {
+    const a = await raw(fx.transport, "POST", "/edges/https", { body: {}, headers: keys("edge-a") });
+    const other = await raw(fx.transport, "POST", "/edges/https", {
+      body: {},
+      headers: keys("edge-b", "edge-a"),
     });
-    expect([fresh.status, fresh.headers.get("idempotent-replayed")]).toEqual([201, null]);
-    expect(new Set([a.json.id, b.json.id, fresh.json.id]).size).toBe(3);
+    expect([other.status, other.headers.get("idempotent-replayed")]).toEqual([201, null]);
+    expect(other.json.id).not.toBe(a.json.id);
+    const body = { hostports: [`keyed-${fx.kind}.example.com:443`] };
+    const held = await raw(fx.transport, "POST", "/edges/https", { body, headers: keys("edge-c") });
+    expect(held.status).toBe(201);
+    for (let run = 0; run < 2; run++) {
+      const taken = await raw(fx.transport, "POST", "/edges/https", {
+        body,
+        headers: keys("edge-d", "edge-c"),
+      });
+      expect([taken.status, taken.json.details.field]).toEqual([409, "hostports"]);
+      expect(taken.json.msg).toContain(held.json.id);
+    }
   });
 
-  test("a TLS IP restriction's keyed PUT finds the module by its prior key", async () => {
+  test("a TLS IP restriction: another key's keyed PUT conflicts with the module it did not make", async () => {
     const put = (headers: Record<string, string>) =>
       raw(fx.transport, "PUT", `/edges/tls/${tlsId}/ip_restriction`, {
         body: { ip_policy_ids: ["p1"] },
         headers,
       });
-    expect((await put(keys("tls-derived"))).status).toBe(200);
-    const again = await put(keys("tls-anchored", "tls-derived"));
-    expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([200, "prior"]);
-    expect((await put(keys("tls-anchored"))).headers.get("idempotent-replayed")).toBe("true");
+    expect((await put(keys("tls-theirs"))).status).toBe(200);
+    for (let run = 0; run < 3; run++) {
+      expect((await put(keys("tls-mine", "tls-theirs"))).status).toBe(409);
+    }
+    expect((await put(keys("tls-theirs"))).headers.get("idempotent-replayed")).toBe("true");
+  });
+});
+
+describe.each(FIXTURES)("a hostport belongs to one edge at a time %s", (_label, makeFixture) => {
+  let fx: Fixture;
+  beforeAll(async () => {
+    fx = await makeFixture();
+  });
+  afterAll(async () => fx?.close());
+  const host = (name: string) => `${name}-${fx.kind}.example.com`;
+
+  test("an edge of either kind naming another's hostport (in any case) is a 409 naming it; nothing made", async () => {
+    const first = await fx.client.createHttpsEdge({
+      hostports: [`${host("shop")}:443`, `${host("api")}:443`],
+    });
+    const before = (await fx.client.listTlsEdges()).tls_edges.length;
+    for (const [path, hostports] of [
+      ["/edges/https", [`${host("SHOP")}:443`]],
+      ["/edges/tls", [`${host("other")}:8443`, `${host("api")}:443`]],
+    ] as const) {
+      const answer = await raw(fx.transport, "POST", path, { body: { hostports } });
+      expect([answer.status, answer.json.error_code, answer.json.details.field]).toEqual([
+        409,
+        ERROR_CODES.conflict.code,
+        "hostports",
+      ]);
+      expect(answer.json.msg).toMatch(new RegExp(`already belongs to HTTPS edge ${first.id}`));
+    }
+    expect((await fx.client.listTlsEdges()).tls_edges).toHaveLength(before);
+    // Another port of the same host is another hostport; a deleted edge frees its hostports.
+    await fx.client.createTlsEdge({ hostports: [`${host("shop")}:8443`] });
+    await fx.client.deleteHttpsEdge(first.id);
+    expect((await fx.client.createTlsEdge({ hostports: [`${host("shop")}:443`] })).hostports).toEqual([
+      `${host("shop")}:443`,
+    ]);
   });
 
-  describe("rejected, naming the header, nothing changed", () => {
-    let ids: { edge: string; key: string; prior: string };
-    beforeAll(async () => {
-      ids = { edge: edgeId, key: `pk-${fx.kind}`, prior: `pk-prior-${fx.kind}` };
-      const made = await raw(fx.transport, "POST", routes(), {
-        body: { match_type: "exact_path", match: "/pk" },
-        headers: { "idempotency-key": ids.prior },
-      });
-      expect(made.status).toBe(201);
+  test("a hostport twice in one request is a 400 naming the second", async () => {
+    const answer = await raw(fx.transport, "POST", "/edges/https", {
+      body: { hostports: [`${host("twice")}:443`, `${host("TWICE")}:443`] },
     });
-    const invalid = (field: string) => ({ status: 400, code: ERROR_CODES.validation.code, field });
-    test.each<Rejection>([
-      {
-        case: "the prior key of another body",
-        method: "POST",
-        path: "/edges/https/{edge}/routes",
-        body: { match_type: "exact_path", match: "/pk-other" },
-        headers: { "idempotency-key": "{key}", "idempotency-prior-key": "{prior}" },
-        ...invalid("Idempotency-Prior-Key"),
-      },
-      {
-        case: "a prior key without a key",
-        method: "POST",
-        path: "/edges/https/{edge}/routes",
-        body: { match_type: "exact_path", match: "/pk" },
-        headers: { "idempotency-prior-key": "{prior}" },
-        ...invalid("Idempotency-Prior-Key"),
-      },
-      {
-        case: "a prior key with a space",
-        method: "POST",
-        path: "/edges/https/{edge}/routes",
-        body: { match_type: "exact_path", match: "/pk" },
-        headers: { "idempotency-key": "{key}", "idempotency-prior-key": "with space" },
-        ...invalid("Idempotency-Prior-Key"),
-      },
-    ])(REJECTED, (row) => expectRejected(fx, fillIds(row, ids)));
+    expect([answer.status, answer.json.details.field]).toEqual([400, "hostports[1]"]);
+  });
+
+  test("two concurrent creates naming one hostport: exactly one edge holds it", async () => {
+    const hostports = [`${host("race")}:443`];
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, () => raw(fx.transport, "POST", "/edges/https", { body: { hostports } })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409, 409, 409]);
+    const holders = (await fx.client.listHttpsEdges()).https_edges.filter((e) =>
+      e.hostports.includes(hostports[0]!),
+    );
+    expect(holders).toHaveLength(1);
   });
 });

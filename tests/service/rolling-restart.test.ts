@@ -18,6 +18,7 @@
 import type { ChildProcess } from "node:child_process";
 import * as http from "node:http";
 import { Client } from "pg";
+import { errorBodySchema } from "../../sdk/contract";
 import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
 import { findHaproxy, fixedPort, type Haproxy, startHaproxy } from "../support/haproxy";
 import { scaled, TIME_SCALE } from "../support/machine";
@@ -271,6 +272,93 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
       await within(() => "HAProxy to exit after SIGTERM", scaled(30_000), lb.exit);
     },
     scaled(60_000),
+  );
+
+  it(
+    "its own 503, every replica down, says Retry-After in the service's error shape; a replica's own 503 passes as sent",
+    async () => {
+      // One replica that answers every request 503 in the service's shape (a storage fault: the
+      // client may repeat even a create without a key), ready until told otherwise; the two
+      // others listen nowhere, so HAProxy marks them down.
+      let ready = true;
+      const replica = http.createServer((req, res) => {
+        req.resume();
+        req.on("end", () => {
+          if (req.url === "/readyz") {
+            res.writeHead(ready ? 200 : 503);
+            return void res.end();
+          }
+          res.writeHead(503, { "content-type": "application/json", "retry-after": "7" });
+          res.end(
+            JSON.stringify({ error_code: "ERR_EDGE_507", status_code: 503, msg: "its own", details: {} }),
+          );
+        });
+      });
+      fakes.push(replica);
+      const ports = await Promise.all([0, 1, 2].map(() => freePort()));
+      await new Promise<void>((resolve) => replica.listen(ports[0], "127.0.0.1", resolve));
+      stillRunning(() => replica.close());
+      const dir = makeTempDir("haproxy-503");
+      dirs.push(dir);
+      stillRunning(() => removeDir(dir));
+      const lb = await startHaproxy(
+        haproxyFound.bin!,
+        dir,
+        { frontend: await freePort(), servers: ports },
+        started,
+      );
+      stillRunning(() => lb.child.kill("SIGKILL"));
+      const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
+      // HAProxy starts with every server UP: wait for its checks to have marked the two down.
+      await until(
+        () => "HAProxy to see edge1 UP, edge2 and edge3 DOWN",
+        scaled(60_000),
+        async () => ((await states()) === "UP, DOWN, DOWN" ? true : undefined),
+      ).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${await states()}`);
+      });
+      const base = new URL(lb.url);
+      const agent = new http.Agent({ keepAlive: false });
+      const passed = await request(agent, base, "GET", "/edges/https");
+      expect({ status: passed.status, retryAfter: passed.headers["retry-after"], body: passed.json }).toEqual(
+        {
+          status: 503,
+          retryAfter: "7",
+          body: { error_code: "ERR_EDGE_507", status_code: 503, msg: "its own", details: {} },
+        },
+      );
+
+      ready = false;
+      await until(
+        () => "HAProxy to see every replica DOWN",
+        scaled(60_000),
+        async () => ((await states()) === "DOWN, DOWN, DOWN" ? true : undefined),
+      ).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${await states()}`);
+      });
+      const own = await request(agent, base, "POST", "/edges/https", { body: {} });
+      expect({
+        status: own.status,
+        retryAfter: own.headers["retry-after"],
+        contentType: own.headers["content-type"],
+        body: own.json,
+      }).toEqual({
+        status: 503,
+        retryAfter: "2",
+        contentType: "application/json",
+        body: {
+          error_code: "ERR_EDGE_503",
+          status_code: 503,
+          msg: expect.stringContaining("no replica of the edge service is available"),
+          details: {},
+        },
+      });
+      // The client's own parse of an error answer takes it (the service's error shape).
+      expect(errorBodySchema.safeParse(own.json).success).toBe(true);
+      lb.child.kill("SIGTERM");
+      await within(() => "HAProxy to exit after SIGTERM", scaled(30_000), lb.exit);
+    },
+    scaled(120_000),
   );
 
   it(

@@ -17,6 +17,7 @@ import { createKey, revokeKey } from "../../sdk/service/api-keys";
 import { openStore } from "../../sdk/service/store-open";
 import { httpTransport } from "../../sdk/transport";
 import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
+import { scaled } from "../support/machine";
 import { makeTempDir, raw, removeDir } from "./helpers";
 
 /** Children spawned here outside startCli (the EPIPE test): SIGKILLed at the end if still running. */
@@ -162,10 +163,27 @@ describe("edge-service serve stops, and always ends", () => {
     );
   }, 900_000);
 
-  it("clients stalled mid-headers and mid-body are cut after --shutdown-grace, and the stop ends", async () => {
+  // The grace bounds the whole stop: the drain runs inside it. A drain of ten minutes with a 2-s
+  // grace, and two stalled connections that keep the drain from ending early: the stop ends when
+  // the grace runs out, not after the drain.
+  it("clients stalled mid-headers and mid-body are cut when --shutdown-grace runs out, counted from the signal: a longer drain is cut short, and the stop ends", async () => {
     const dataDir = makeTempDir("stop-stalled");
     try {
-      const cli = await startCli(["--port", "0", "--data", dataDir, "--shutdown-grace", "1s"]);
+      const cli = await startCli([
+        "--port",
+        "0",
+        "--data",
+        dataDir,
+        "--drain",
+        "600s",
+        "--shutdown-grace",
+        "2s",
+      ]);
+      // Said at the start: this drain would be cut short.
+      await untilLine(
+        cli,
+        /--drain 600 s is not shorter than --shutdown-grace 2 s: a stop ends at the grace/,
+      );
       const port = Number(new URL(cli.url).port);
       // Mid-body: the server's "100 Continue" says it has parsed the headers and taken the request.
       const midBody = await connect(port);
@@ -185,9 +203,20 @@ describe("edge-service serve stops, and always ends", () => {
       expect(probe.received()).toMatch(/^HTTP\/1\.1 200 /);
 
       cli.child.kill("SIGTERM");
-      expect(await cli.exit).toEqual({ code: 0, signal: null });
+      await untilLine(cli, /SIGTERM received: stopping; idle keep-alive connections stay open for up to 2 s/);
+      // Ended by the grace: a stop that waited for the drain first would still run for ten
+      // minutes; this bound (far above 2 s, far below 600) only says what went wrong.
+      const bound = scaled(120_000);
+      let timer: NodeJS.Timeout | undefined;
+      const exit = await Promise.race([
+        cli.exit,
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve(`still running ${bound} ms after SIGTERM`), bound);
+        }),
+      ]).finally(() => clearTimeout(timer));
+      expect(exit).toEqual({ code: 0, signal: null });
       await Promise.all([midBody.closed, midHeaders.closed]);
-      expect(STOPPED.exec(cli.stderr())?.slice(1)).toEqual(["2", "the 1 s grace ran out"]);
+      expect(STOPPED.exec(cli.stderr())?.slice(1)).toEqual(["2", "the 2 s grace ran out"]);
       // The stalled ones got no answer: only the interim 100 for the body.
       expect(midHeaders.received()).toBe("");
       expect(midBody.received()).toBe("HTTP/1.1 100 Continue\r\n\r\n");
@@ -241,8 +270,17 @@ describe("edge-service serve stops, and always ends", () => {
   it("the drain answers a request sent on an idle keep-alive connection after SIGTERM, says not ready, refuses new connections, and ends once none is left", async () => {
     const dataDir = makeTempDir("stop-drain");
     try {
-      // An hour's drain: only the connection's close can end it.
-      const cli = await startCli(["--port", "0", "--data", dataDir, "--drain", "3600s"]);
+      // An hour's drain within an hour's grace: only the connection's close can end it.
+      const cli = await startCli([
+        "--port",
+        "0",
+        "--data",
+        dataDir,
+        "--drain",
+        "3600s",
+        "--shutdown-grace",
+        "3600s",
+      ]);
       const port = Number(new URL(cli.url).port);
       const idle = await connect(port);
       await idle.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");

@@ -143,7 +143,7 @@ export function spawnCli(args: string[], env: Record<string, string> = {}) {
   return watch(child, clis);
 }
 
-/** Starts `edge-service serve` and waits (bounded) for its first line, "edge-service listening on http://...". */
+/** Starts `edge-service serve` and waits (bounded) for its first line, "edge-service listening on http(s)://...". */
 export async function startCli(args: string[], env: Record<string, string> = {}): Promise<Cli> {
   const p = spawnCli(args, env);
   const url = await new Promise<string>((resolve, reject) => {
@@ -152,7 +152,7 @@ export async function startCli(args: string[], env: Record<string, string> = {})
       if (!p.stdout().includes("\n")) return;
       clearTimeout(timer);
       const first = p.stdout().split("\n")[0]!;
-      const m = /^edge-service listening on (http:\/\/\S+)/.exec(first);
+      const m = /^edge-service listening on (https?:\/\/\S+)/.exec(first);
       if (m) resolve(m[1]!.replace("//0.0.0.0:", "//127.0.0.1:"));
       else reject(new Error(`unexpected first line: ${first}`));
     };

@@ -9,7 +9,7 @@ import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_pr
 import * as fs from "node:fs";
 import * as net from "node:net";
 import * as path from "node:path";
-import { watch } from "./command";
+import { watch, type Watched } from "./command";
 import { scaled } from "./machine";
 
 export const HAPROXY_CONFIG = path.join(__dirname, "../../deploy/haproxy.cfg");
@@ -58,7 +58,10 @@ export async function fixedPort(): Promise<number> {
 export interface HaproxyPorts {
   /** The frontend's port (loopback). */
   frontend: number;
-  /** One per `server` line of the shipped configuration, in order. */
+  /**
+   * The replicas' ports, in the order of the shipped configuration's `server` lines; fewer than
+   * it has leaves the rest out (a deployment of fewer replicas deletes those lines).
+   */
   servers: readonly number[];
 }
 
@@ -67,6 +70,14 @@ export interface HaproxyPorts {
  * exactly as many places as the file has, so a reshaped file fails here rather than run unchanged.
  */
 export function localConfig(text: string, ports: HaproxyPorts, statsSocket: string): string {
+  const lines = text.match(/^(\s*)server (\S+) \S+$/gm)?.length ?? 0;
+  if (ports.servers.length > lines) {
+    throw new Error(
+      `${HAPROXY_CONFIG}: ${lines} server lines, fewer than the ${ports.servers.length} replicas`,
+    );
+  }
+  let kept = 0;
+  text = text.replace(/^(\s*)server (\S+) \S+\n/gm, (line) => (kept++ < ports.servers.length ? line : ""));
   const replaceAll = (re: RegExp, expected: number, by: (i: number) => string, what: string) => {
     let i = 0;
     const out = text.replace(re, () => by(i++));
@@ -140,7 +151,7 @@ export interface Haproxy {
 }
 
 /** One command on the stats socket, its whole answer. */
-function askSocket(socketPath: string, command: string): Promise<string> {
+export function askSocket(socketPath: string, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
     let answer = "";
     const socket = net.connect(socketPath, () => socket.end(`${command}\n`));
@@ -153,9 +164,69 @@ function askSocket(socketPath: string, command: string): Promise<string> {
   });
 }
 
+/** The servers of the proxy `proxy` (a backend or a listen section), as "show stat" reports them. */
+export async function serverStats(socketPath: string, proxy: string): Promise<ServerStat[]> {
+  const csv = await askSocket(socketPath, "show stat");
+  const [header, ...rows] = csv.replace(/^# /, "").trim().split("\n");
+  const cols = header!.split(",");
+  const at = (name: string) => cols.indexOf(name);
+  return rows
+    .map((r) => r.split(","))
+    .filter((r) => r[at("pxname")] === proxy && !["BACKEND", "FRONTEND"].includes(r[at("svname")]!))
+    .map((r) => ({
+      name: r[at("svname")]!,
+      status: r[at("status")]!,
+      sessions: Number(r[at("stot")]),
+    }));
+}
+
+/** A running HAProxy: its process, its output, and its stats socket. */
+export interface RunningHaproxy extends Watched<ChildProcess> {
+  socketPath: string;
+}
+
 /**
- * Checks the configuration (`haproxy -c`), then runs HAProxy in the foreground (`-db`) and waits
- * until its stats socket answers. `dir` holds the configuration and the socket.
+ * Writes `config` (made from the shipped file `source`) into `dir`, checks it (`haproxy -c`),
+ * then runs HAProxy in the foreground (`-db`) and waits until its stats socket, `socketPath`,
+ * answers.
+ */
+export async function runHaproxy(
+  bin: string,
+  dir: string,
+  source: string,
+  config: string,
+  socketPath: string,
+  started: Set<ChildProcess>,
+): Promise<RunningHaproxy> {
+  const cfg = path.join(dir, path.basename(source));
+  fs.writeFileSync(cfg, config);
+  try {
+    execFileSync(bin, ["-c", "-q", "-f", cfg], { stdio: "pipe", encoding: "utf8" });
+  } catch (e) {
+    const err = e as { stderr?: string; stdout?: string };
+    throw new Error(`haproxy -c refused ${source}:\n${err.stdout ?? ""}${err.stderr ?? ""}`);
+  }
+  const child = spawn(bin, ["-db", "-f", cfg], { stdio: ["ignore", "pipe", "pipe"] });
+  const watched = watch(child, started);
+  let exited = false;
+  void watched.exit.then(() => (exited = true));
+  // The socket exists once HAProxy has parsed its configuration and bound its listeners.
+  const deadline = performance.now() + scaled(30_000);
+  while (!fs.existsSync(socketPath)) {
+    const said = () => `${watched.stderr()}${watched.stdout()}`;
+    if (exited) throw new Error(`haproxy exited before listening:\n${said()}`);
+    if (performance.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`haproxy made no stats socket within ${scaled(30_000)} ms:\n${said()}`);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { ...watched, socketPath };
+}
+
+/**
+ * HAProxy with the shipped deploy/haproxy.cfg, its addresses those of `ports`. `dir` holds the
+ * configuration and the socket.
  */
 export async function startHaproxy(
   bin: string,
@@ -164,44 +235,16 @@ export async function startHaproxy(
   started: Set<ChildProcess>,
 ): Promise<Haproxy> {
   const socketPath = path.join(dir, "admin.sock");
-  const cfg = path.join(dir, "haproxy.cfg");
-  fs.writeFileSync(cfg, localConfig(fs.readFileSync(HAPROXY_CONFIG, "utf8"), ports, socketPath));
-  try {
-    execFileSync(bin, ["-c", "-q", "-f", cfg], { stdio: "pipe", encoding: "utf8" });
-  } catch (e) {
-    const err = e as { stderr?: string; stdout?: string };
-    throw new Error(`haproxy -c refused ${HAPROXY_CONFIG}:\n${err.stdout ?? ""}${err.stderr ?? ""}`);
-  }
-  const child = spawn(bin, ["-db", "-f", cfg], { stdio: ["ignore", "pipe", "pipe"] });
-  const { stdout, stderr, exit } = watch(child, started);
-  let exited = false;
-  void exit.then(() => (exited = true));
-  // The socket exists once HAProxy has parsed its configuration and bound its listeners.
-  const deadline = performance.now() + scaled(30_000);
-  while (!fs.existsSync(socketPath)) {
-    if (exited) throw new Error(`haproxy exited before listening:\n${stderr()}${stdout()}`);
-    if (performance.now() > deadline) {
-      child.kill("SIGKILL");
-      throw new Error(`haproxy made no stats socket within ${scaled(30_000)} ms:\n${stderr()}${stdout()}`);
-    }
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  const servers = async (): Promise<ServerStat[]> => {
-    const csv = await askSocket(socketPath, "show stat");
-    const [header, ...rows] = csv.replace(/^# /, "").trim().split("\n");
-    const cols = header!.split(",");
-    const at = (name: string) => cols.indexOf(name);
-    return rows
-      .map((r) => r.split(","))
-      .filter(
-        (r) => r[at("pxname")] === "edge_replicas" && !["BACKEND", "FRONTEND"].includes(r[at("svname")]!),
-      )
-      .map((r) => ({
-        name: r[at("svname")]!,
-        status: r[at("status")]!,
-        sessions: Number(r[at("stot")]),
-      }));
-  };
+  const config = localConfig(fs.readFileSync(HAPROXY_CONFIG, "utf8"), ports, socketPath);
+  const { child, stdout, stderr, exit } = await runHaproxy(
+    bin,
+    dir,
+    HAPROXY_CONFIG,
+    config,
+    socketPath,
+    started,
+  );
+  const servers = () => serverStats(socketPath, "edge_replicas");
   return {
     child,
     url: `http://127.0.0.1:${ports.frontend}`,

@@ -30,7 +30,14 @@ export const HOOKS: Record<string, Hook> = {
   "webhook_verification.provider": fc
     .tuple(fc.constantFrom(...WEBHOOK_PROVIDERS), fc.boolean())
     .map(([p, upper]) => (upper ? p.toUpperCase() : p)),
-  "hostports[]": fc.constantFrom("example.com:443", "a.b.example.org:8443", "x:1"),
+  // A hostport belongs to one edge at a time, and appears once in a request: distinct, and named
+  // at random so that edges a test keeps do not claim each other's.
+  hostports: fc.uniqueArray(
+    fc
+      .tuple(fc.stringMatching(/^[a-z][a-z0-9]{0,9}$/), fc.constantFrom("example.com", "b.example.org", "x"))
+      .chain(([label, domain]) => fc.constantFrom(443, 8443, 1).map((port) => `${label}.${domain}:${port}`)),
+    { maxLength: 3, selector: (h) => h.toLowerCase() },
+  ),
 };
 
 export const bodyOf = (schema: z.ZodType, root = "") =>

@@ -53,11 +53,17 @@ const WEBHOOK_SECRET = "whsec-upgrade-7d1e3a90";
 const SECRETS_KEY = Buffer.alloc(32, 7).toString("base64");
 
 /** The stacks' spec (see the fixtures): `staticDescription` is what the update changes. */
-const spec = (staticDescription: string) => ({
+/** `take`: the api route taken on purpose (packaged: `import` of that id; dynamic: `adopt: true`). */
+const spec = (staticDescription: string, take?: { face: string; id: string }) => ({
   edges: ["web"],
   tlsEdges: ["tcp"],
   routes: [
-    { name: "api", edge: "web", args: LIFECYCLE_ROUTE },
+    {
+      name: "api",
+      edge: "web",
+      args: take?.face === "dynamic" ? { ...LIFECYCLE_ROUTE, adopt: true } : LIFECYCLE_ROUTE,
+      ...(take?.face === "packaged" ? { import: take.id } : {}),
+    },
     {
       name: "static",
       edge: "web",
@@ -299,11 +305,12 @@ test("this tree serves the old data, and previews no change on either face", asy
   }
 }, 1_200_000);
 
-test("after the upgrade a create the old release lost is recovered, an update works, and destroy leaves nothing", async () => {
+test("after the upgrade a create the old release lost fails clearly and is taken on purpose; an update works; destroy leaves nothing", async () => {
   for (const d of deployments) {
     const url = d.service!.url;
-    // A route the old release made whose answer was lost: on the service, not in the state. The
-    // first update of this tree derives the identity the old release's create carried.
+    // A route the old release made whose answer was lost: on the service, not in the state. This
+    // tree does not guess at the old release's identity: the route's match names it, with the
+    // command that takes it, and nothing is made twice.
     const { deployment } = await d.stack.exportStack();
     const api = (deployment.resources as Array<{ urn: string; id: string }>).find((r) =>
       /Route::api$/.test(r.urn),
@@ -311,15 +318,19 @@ test("after the upgrade a create the old release lost is recovered, an update wo
     await pulumiCli(d.ws, ["state", "delete", api.urn, "--yes", "--non-interactive"], "upgrade");
     await d.stack.setConfig("spec", { value: JSON.stringify(spec("static files, upgraded")) });
     let log = "";
-    const up = await d.stack.up({ ...quiet, onOutput: (o) => (log += o) });
-    expect([d.face, up.summary.resourceChanges?.update, up.summary.resourceChanges?.create]).toEqual([
-      d.face,
-      1,
-      d.face === "dynamic" ? 2 : 1, // the api route (found again); the dynamic face's StackAnchor
-    ]);
+    await expect(d.stack.up({ ...quiet, onOutput: (o) => (log += o) })).rejects.toThrow();
+    const lostId = api.id.split("/").pop()!;
     expect(log).toMatch(
-      /was made for this resource by an earlier create that this stack's state does not record/,
+      new RegExp(`already has a route with matchType "\\w+" and match "[^"]+" \\(${lostId}\\)`),
     );
+    expect(log).toContain(`pulumi import edge:index:HttpsEdgeRoute api `);
+    expect(Object.keys(await holdings(url)).sort()).toEqual(Object.keys(d.before!).sort()); // nothing twice
+    // Taken on purpose, as the message says.
+    const importId = d.face === "packaged" ? api.id : lostId;
+    await d.stack.setConfig("spec", {
+      value: JSON.stringify(spec("static files, upgraded", { face: d.face, id: importId })),
+    });
+    await d.stack.up(quiet);
     expect(Object.keys(await holdings(url)).sort()).toEqual(Object.keys(d.before!).sort()); // nothing twice
     await pulumiCli(d.ws, ["preview", "--expect-no-changes", "--non-interactive"], "upgrade");
     // The dynamic face's route id is the route's; the packaged face's is "<edge id>/<route id>".
