@@ -1,15 +1,18 @@
-// Dependency direction (README "Layout"), checked by `npm run lint`: data flows one way, from a
-// Pulumi program to the database, and no layer reaches up or sideways.
+// Dependency direction (CONTRIBUTING.md "Layout"), checked by `npm run lint`: data flows one way,
+// from a Pulumi program to the database, and no layer reaches up or sideways.
 //
+//   commands/                                   pulumi-edge: drift, export, migrate (use the provider)
 //   provider/resources, provider/declarative   the program side (classes, edges.yaml)
 //   provider/runtime, provider/dynamic          the dynamic face (in the engine's provider process)
+//   provider/plugin                             the packaged face
 //   provider/lifecycle                          what each Pulumi operation does, face-neutral
 //   provider/plan                               pure plans + the one executor
 //   provider/model                              canonical types and pure functions
-//   sdk/cli                                     the edge-service command
-//   sdk/client → sdk/transport → sdk/service    the typed client, transports, the bundled API
+//   service/                                    the bundled service, its stores, edge-service, the
+//                                               in-process transport (the provider may choose it)
+//   sdk/client → sdk/transport                  the typed client and the HTTP transport
 //   sdk/contract                                zod schemas: imports nothing of ours
-const ours = "^(index\\.ts|provider/|sdk/)";
+const ours = "^(index\\.ts|sdk/|service/|provider/|commands/)";
 const layer = (name, from, to, comment) => ({
   name,
   comment,
@@ -37,65 +40,71 @@ module.exports = {
       to: { path: ours, pathNot: "^sdk/contract/" },
     },
     layer(
-      "sdk-below-provider",
+      "sdk-below-everything",
       "^sdk/",
-      "^(provider/|index\\.ts)",
-      "The SDK knows nothing of Pulumi or the provider.",
+      "^(service/|provider/|commands/|index\\.ts)",
+      "The SDK knows nothing of Pulumi, the provider or the bundled service.",
     ),
     {
       name: "no-pulumi-below-faces",
       severity: "error",
       comment: "Only the faces (resources, declarative deployment, dynamic, runtime, plugin) know Pulumi.",
-      from: { path: "^(sdk/|provider/(model|plan|lifecycle)/|provider/config\\.ts)" },
+      from: { path: "^(sdk/|service/|provider/(model|plan|lifecycle)/|provider/config\\.ts)" },
       to: { path: "^(node_modules/)?@pulumi/" },
     },
     layer(
-      "service-below-client",
-      "^sdk/service/",
-      "^sdk/(client|transport|cli)/",
-      "The service answers requests; it calls nobody.",
+      "service-calls-nobody",
+      "^service/(?!cli/)",
+      "^(sdk/(client|transport)/|provider/|commands/|index\\.ts)",
+      "The service answers requests; it calls nobody (its command, service/cli, may call a server).",
+    ),
+    layer(
+      "service-below-the-provider",
+      "^service/",
+      "^(provider/|commands/|index\\.ts)",
+      "The service serves any client; it knows nothing of Pulumi's side.",
     ),
     layer(
       "transport-below-client",
       "^sdk/transport/",
-      "^sdk/(client|cli)/",
+      "^sdk/client/",
       "Transports carry requests; the client sits above them.",
     ),
     layer(
-      "client-above-transports-only",
-      "^sdk/client/",
-      "^sdk/(service|cli)/",
-      "The client speaks to a Transport, never to the service directly.",
+      "provider-knows-no-command",
+      "^(provider/|index\\.ts)",
+      "^commands/",
+      "The pulumi-edge command uses the provider; the provider knows nothing of it.",
     ),
     layer(
       "model-is-pure",
       "^provider/model/",
-      "^(sdk/(client|transport|service|cli)/|provider/(?!model/))",
+      "^(sdk/(client|transport)/|service/|commands/|provider/(?!model/))",
       "The model is pure: the contract in, canonical values out.",
     ),
     layer(
       "plan-below-faces",
       "^provider/plan/",
-      "^(sdk/(transport|service|cli)/|provider/(lifecycle|dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "^(sdk/transport/|service/|commands/|provider/(lifecycle|dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
       "Plans know the model and the typed client, nothing of transports or faces.",
     ),
     layer(
       "lifecycle-below-faces",
       "^provider/lifecycle/",
-      "^(sdk/(transport|service|cli)/|provider/(dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "^(sdk/transport/|service/|commands/|provider/(dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
       "Lifecycles take a client; the faces choose it.",
     ),
     layer(
       "program-side-stays-light",
       "^(index\\.ts|provider/(resources|declarative)/)",
-      "^(sdk/(transport|service|cli)/|provider/(dynamic|lifecycle|plugin)/|provider/(runtime|config)\\.ts)",
+      "^(sdk/transport/|service/|commands/|provider/(dynamic|lifecycle|plugin)/|provider/(runtime|config)\\.ts)",
       "A Pulumi program loads the classes and the model; the engine's provider process loads the rest.",
     ),
     {
       name: "heavy-dependencies-only-in-the-service",
       severity: "error",
       comment: "SQLite's native binding, Hono and prom-client belong to the bundled service alone.",
-      from: { path: ours, pathNot: "^sdk/service/" },
+      from: { path: ours, pathNot: "^service/" },
       to: {
         path: "^(node_modules/)?(libsql|hono|@hono|prom-client)(/|$)",
         dependencyTypesNot: ["type-only", "type-import"],

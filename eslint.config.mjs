@@ -1,12 +1,12 @@
-// Lint rules: typescript-eslint's recommended sets. The product's code (sdk/, provider/,
-// index.ts) gets the type-aware set (recommendedTypeChecked: no unsafe any, floating promises,
+// Lint rules: typescript-eslint's recommended sets. The product's code (sdk/, service/,
+// provider/, commands/, index.ts) gets the type-aware set (recommendedTypeChecked: no unsafe any, floating promises,
 // misused promises...) and no `any` at all; tests, benchmarks and scripts the plain set.
 // Formatting is prettier's job (npm run format); `npm run lint` checks both, tsc the types and
 // dependency-cruiser the direction of dependencies (.dependency-cruiser.cjs).
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
-const product = ["index.ts", "sdk/**/*.ts", "provider/**/*.ts"];
+const product = ["index.ts", "sdk/**/*.ts", "service/**/*.ts", "provider/**/*.ts", "commands/**/*.ts"];
 
 export default tseslint.config(
   {

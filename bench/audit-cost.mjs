@@ -47,15 +47,15 @@ const BASE = "http://edge.test";
 
 /** A build of the service (dist/ of a checkout): this one, and `--old DIR` another to compare. */
 function build(dist) {
-  const sqlite = require(path.join(dist, "sdk/service/store-sqlite.js"));
-  const postgres = require(path.join(dist, "sdk/service/store-postgres.js"));
+  const sqlite = require(path.join(dist, "service/store/store-sqlite.js"));
+  const postgres = require(path.join(dist, "service/store/store-postgres.js"));
   return {
-    createEdgeApp: require(path.join(dist, "sdk/service/app.js")).createEdgeApp,
+    createEdgeApp: require(path.join(dist, "service/http/app.js")).createEdgeApp,
     SqliteStore: sqlite.SqliteStore,
     PostgresStore: postgres.PostgresStore,
     // The transactions' class: shared by both stores, or each store's own (older builds).
     protos: [
-      require(path.join(dist, "sdk/service/sql-tx.js")).SqlTx.prototype,
+      require(path.join(dist, "service/store/sql-tx.js")).SqlTx.prototype,
       sqlite.SqliteStore.prototype,
       postgres.PgTx?.prototype,
     ].filter((proto) => proto !== undefined && Object.hasOwn(proto, "insertAuditEvent")),

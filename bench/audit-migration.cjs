@@ -3,7 +3,7 @@
 //   node bench/audit-migration.cjs [N]      (after `npm run build`; default 100,000)
 // A schema-6 database is filled in one transaction, checkpointed, then opened by this build.
 const Database = require("libsql");
-const { MIGRATIONS, SqliteStore } = require("../dist/sdk/service/store-sqlite.js");
+const { MIGRATIONS, SqliteStore } = require("../dist/service/store/store-sqlite.js");
 const fs = require("fs"),
   os = require("os"),
   path = require("path");

@@ -24,8 +24,8 @@ import { cpuOfTree } from "./lib/proc-cpu.mjs";
 const require = createRequire(import.meta.url);
 const engine = require("../scripts/engine.js");
 const ROOT = engine.ROOT;
-const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
-const PULUMI_EDGE = path.join(ROOT, "dist/provider/cli.js");
+const CLI = path.join(ROOT, "dist/service/cli/edge-service.js");
+const PULUMI_EDGE = path.join(ROOT, "dist/commands/cli.js");
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => {

@@ -35,7 +35,7 @@ const ITEMS = Number(values.items);
 const dataDir = mkdtempSync(join(tmpdir(), "bench-invalid-"));
 const child = spawn(
   process.execPath,
-  [join(ROOT, "dist/sdk/cli/edge-service.js"), "serve", "--port", "0", "--data", dataDir],
+  [join(ROOT, "dist/service/cli/edge-service.js"), "serve", "--port", "0", "--data", dataDir],
   { stdio: ["ignore", "pipe", "ignore"], env: { ...process.env, EDGE_API_KEY: "" } },
 );
 const url = await new Promise((resolve, reject) => {

@@ -13,10 +13,10 @@ import { routeBody } from "./lib/shapes.mjs";
 import { log, perCallMicros, round } from "./lib/stats.mjs";
 
 const require = createRequire(import.meta.url);
-const { routeRow } = require("../dist/sdk/service/rows.js");
-const { Secrets } = require("../dist/sdk/service/secrets.js");
-const { SqliteStore } = require("../dist/sdk/service/store-sqlite.js");
-const { EdgeService } = require("../dist/sdk/service/service.js");
+const { routeRow } = require("../dist/service/store/rows.js");
+const { Secrets } = require("../dist/service/secrets.js");
+const { SqliteStore } = require("../dist/service/store/store-sqlite.js");
+const { EdgeService } = require("../dist/service/service.js");
 const Database = require("libsql");
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-read-modules-"));

@@ -29,8 +29,8 @@ const median = (xs) => {
 
 async function build(root, label) {
   const require = createRequire(path.join(path.resolve(root), "package.json"));
-  const { createEdgeApp } = require("./dist/sdk/service/app.js");
-  const { SqliteStore } = require("./dist/sdk/service/store-sqlite.js");
+  const { createEdgeApp } = require("./dist/service/http/app.js");
+  const { SqliteStore } = require("./dist/service/store/store-sqlite.js");
   const store = SqliteStore.open(mkdtempSync(path.join(tmpdir(), `edge-stmts-${label}-`)));
   const app = createEdgeApp({ store, responseCacheBytes: 0 });
   const call = async (method, url, body) => {

@@ -16,7 +16,8 @@
 import { resolve } from "node:path";
 import { isPemText } from "../sdk/pem";
 import { EdgeClient } from "../sdk/client";
-import { type ClientTlsNames, embeddedTransport, httpTransport } from "../sdk/transport";
+import { type ClientTlsNames, httpTransport } from "../sdk/transport";
+import { embeddedTransport } from "../service/embedded";
 
 export interface ProviderSettings {
   /** A running edge service; absent means the embedded in-process service. */

@@ -40,7 +40,7 @@ export const HOST_PLATFORM = `${process.platform}-${{ x64: "amd64", arm64: "arm6
 /** The programs archived: name → compiled entry in dist. */
 const PROGRAMS = {
   "pulumi-resource-edge": "dist/provider/plugin/index.js",
-  "edge-service": "dist/sdk/cli/edge-service.js",
+  "edge-service": "dist/service/cli/edge-service.js",
 };
 export const archiveName = (program, platform) => `${program}-v${version}-${platform}.tar.gz`;
 
@@ -55,7 +55,7 @@ function pulumiInternals() {
         for (const m of fs.readFileSync(p, "utf8").matchAll(/fromPulumi\)?\(\s*"([^"]+)"/g)) names.add(m[1]);
     }
   };
-  for (const d of ["provider", "sdk"]) walk(path.join(ROOT, "dist", d));
+  for (const d of ["provider", "sdk", "service", "commands"]) walk(path.join(ROOT, "dist", d));
   if (!names.has("@grpc/grpc-js")) throw new Error("no fromPulumi() calls found in dist: run npm run build");
   return [...names].sort();
 }

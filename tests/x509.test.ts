@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import * as crypto from "node:crypto";
-import { createSelfSignedCertificate } from "../sdk/service/x509";
+import { createSelfSignedCertificate } from "../service/x509";
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const hasOpenssl = !spawnSync("openssl", ["version"]).error;

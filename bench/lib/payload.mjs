@@ -9,8 +9,8 @@ import { createRequire } from "node:module";
 import { median } from "./stats.mjs";
 
 const require = createRequire(import.meta.url);
-const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
-const { EdgeService } = require("../../dist/sdk/service/service.js");
+const { SqliteStore } = require("../../dist/service/store/store-sqlite.js");
+const { EdgeService } = require("../../dist/service/service.js");
 const {
   checkRoute,
   decodeRoute,

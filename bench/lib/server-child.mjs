@@ -25,8 +25,8 @@ const require = createRequire(import.meta.url);
 // The build to serve: this checkout's, or another's dist/ (EDGE_BENCH_DIST, to compare two builds).
 const DIST = process.env.EDGE_BENCH_DIST ?? new URL("../../dist/", import.meta.url).pathname;
 const dist = (file) => require(`${DIST}/${file}`);
-const { startServer } = dist("sdk/service/server.js");
-const { EdgeService } = dist("sdk/service/service.js");
+const { startServer } = dist("service/http/server.js");
+const { EdgeService } = dist("service/service.js");
 const { serve } = require("@hono/node-server");
 const Database = require("libsql");
 const { Hono } = require("hono");
@@ -44,8 +44,8 @@ async function startEdge({ dataDir, seed, responseCacheBytes, databaseUrl, bulk,
   if (noAudit) {
     // Wherever the build defines it: the shared transaction class, or each store's (older builds).
     const skip = async () => undefined;
-    dist("sdk/service/sql-tx.js").SqlTx.prototype.insertAuditEvent = skip;
-    const postgres = dist("sdk/service/store-postgres.js");
+    dist("service/store/sql-tx.js").SqlTx.prototype.insertAuditEvent = skip;
+    const postgres = dist("service/store/store-postgres.js");
     if (postgres.PgTx) postgres.PgTx.prototype.insertAuditEvent = skip;
   }
   const server = await startServer({ dataDir, port: 0, responseCacheBytes, databaseUrl, metrics });

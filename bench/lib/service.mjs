@@ -21,8 +21,8 @@ const {
   httpTransport,
   closeEmbeddedStores,
 } = require("../../dist/sdk/transport/index.js");
-const { SqliteStore } = require("../../dist/sdk/service/store-sqlite.js");
-const { EdgeService } = require("../../dist/sdk/service/service.js");
+const { SqliteStore } = require("../../dist/service/store/store-sqlite.js");
+const { EdgeService } = require("../../dist/service/service.js");
 
 const JSON_HEADERS = { "content-type": "application/json" };
 

@@ -9,7 +9,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configKeysRead } from "../../provider/config";
-import { configFromFiles } from "../../provider/drift/stacks";
+import { configFromFiles } from "../../commands/drift/stacks";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 

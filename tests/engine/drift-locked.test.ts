@@ -18,12 +18,12 @@ import {
 } from "node:fs";
 import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { ensureBuilt, ROOT } from "../support/edge-service";
 import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/commands/cli.js");
 
 interface StackJson {
   stack: string;

@@ -21,11 +21,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type CheckPath, checkStack, type Engine, pulumiEnv } from "../../provider/drift/run";
-import type { StackReport } from "../../provider/drift/report";
+import { type CheckPath, checkStack, type Engine, pulumiEnv } from "../../commands/drift/run";
+import type { StackReport } from "../../commands/drift/report";
 import { EdgeClient } from "../../sdk/client";
-import { createKey } from "../../sdk/service/api-keys";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { createKey } from "../../service/api-keys";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { packagedWorkspace } from "../packaged/support/plugin";
 import { ensureBuilt } from "../support/edge-service";

@@ -10,12 +10,12 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
-import type { StackReport } from "../../provider/drift/report";
+import type { StackReport } from "../../commands/drift/report";
 import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
 import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/commands/cli.js");
 
 interface Run {
   code: number | null;

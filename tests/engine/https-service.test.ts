@@ -21,7 +21,7 @@ import { specWorkspace } from "../packaged/support/plugin";
 import { backendText, quiet, setSpec, stateExport, stateFiles } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/commands/cli.js");
 const FACES = ["packaged", "dynamic"] as const;
 type Face = (typeof FACES)[number];
 

@@ -22,7 +22,7 @@ import type { Stack } from "@pulumi/pulumi/automation";
 import { EdgeClient } from "../../sdk/client";
 import type { AuditEvent } from "../../sdk/contract";
 import { httpTransport } from "../../sdk/transport";
-import type { FleetReport, StackReport, Unmanaged } from "../../provider/drift/report";
+import type { FleetReport, StackReport, Unmanaged } from "../../commands/drift/report";
 import { specWorkspace } from "../packaged/support/plugin";
 import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
 import { freePort, sharedCluster } from "../support/postgres";
@@ -30,7 +30,7 @@ import type { Workspace } from "../support/workspace";
 import { quiet, setSpec } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const PULUMI_EDGE = join(ROOT, "dist/provider/cli.js");
+const PULUMI_EDGE = join(ROOT, "dist/commands/cli.js");
 const RECIPES = join(ROOT, "examples", "backup-restore");
 const ADMIN = "admin-key-of-the-restore-test-0123456789abcdef";
 

@@ -16,7 +16,7 @@ import { programWorkspace, type Workspace } from "../support/workspace";
 import { PLUGIN_DIR, pulumiCli } from "./support/plugin";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const CLI = join(engine.ROOT, "dist", "provider", "cli.js");
+const CLI = join(engine.ROOT, "dist", "commands", "cli.js");
 
 const SECRETS = { webhook: "whsec_fleet_do_not_leak", oidc: "oidc_fleet_do_not_leak" };
 let server: RecordingServer;

@@ -21,7 +21,7 @@ import { PLUGIN_DIR } from "./support/plugin";
 const PACKAGE_VERSION = (require("../../package.json") as { version: string }).version;
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
-const MIGRATE = join(engine.ROOT, "dist/provider/cli.js");
+const MIGRATE = join(engine.ROOT, "dist/commands/cli.js");
 
 let ws: Workspace;
 let server: RecordingServer;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { startServer, type RunningServer } from "../../sdk/service/server";
+import { startServer, type RunningServer } from "../../service/http/server";
 import { ensureBuilt, ROOT } from "../support/edge-service";
 
 const HEAVY =

@@ -12,8 +12,8 @@ import {
   renderJunit,
   renderMarkdown,
   renderTable,
-} from "../../provider/drift/report";
-import { EventLog } from "../../provider/drift/run";
+} from "../../commands/drift/report";
+import { EventLog } from "../../commands/drift/run";
 import type { OperationContext } from "../../provider/lifecycle";
 import { attributeDeletion, attributeDrift, secretsChangedSince } from "../../provider/lifecycle/attribution";
 import {

@@ -13,7 +13,8 @@ import * as config from "../../provider/config";
 import * as caseModule from "../../provider/model/case";
 import * as planModule from "../../provider/plan/route";
 import { EdgeProvider } from "../../provider/plugin/provider";
-import { closeEmbeddedStores, embeddedTransport, type Transport } from "../../sdk/transport";
+import type { Transport } from "../../sdk/transport";
+import { closeEmbeddedStores, embeddedTransport } from "../../service/embedded";
 
 /** The service runs in this process: what it does while answering is not the provider's, and not counted. */
 let inService = false;

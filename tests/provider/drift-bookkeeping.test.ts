@@ -5,7 +5,7 @@
  * drifted resource nor counts it as a change.
  */
 import type { EngineEvent } from "@pulumi/pulumi/automation";
-import { EventLog } from "../../provider/drift/run";
+import { EventLog } from "../../commands/drift/run";
 
 const ANCHOR = "urn:pulumi:prod::shop::pulumi-nodejs:dynamic/edge:StackAnchor::pulumi-edge";
 const ROUTE = "urn:pulumi:prod::shop::pulumi-nodejs:dynamic/edge:HttpsEdgeRoute::api";

@@ -21,7 +21,7 @@ import {
   type Unattributed,
   type Unmanaged,
   type UnmanagedObject,
-} from "../../provider/drift/report";
+} from "../../commands/drift/report";
 import { FC_SEED } from "../reliability/support";
 import { hostileText } from "../support/hostile-text";
 

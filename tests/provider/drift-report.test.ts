@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { EngineEvent } from "@pulumi/pulumi/automation";
 import { parse as parseYaml } from "yaml";
-import { DRIFT_USAGE, runDrift } from "../../provider/drift/cli";
+import { DRIFT_USAGE, runDrift } from "../../commands/drift/cli";
 import {
   authorsOf,
   changedFields,
@@ -20,8 +20,8 @@ import {
   renderTable,
   showValue,
   type StackReport,
-} from "../../provider/drift/report";
-import { EventLog, engineMessage, parseStackArg } from "../../provider/drift/run";
+} from "../../commands/drift/report";
+import { EventLog, engineMessage, parseStackArg } from "../../commands/drift/run";
 
 const SECRET = "whsec_never_shown_0c5e";
 const URN = "urn:pulumi:prod::shop::pulumi-nodejs:dynamic/edge:HttpsEdgeRoute::shop-r2";

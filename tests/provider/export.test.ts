@@ -5,7 +5,7 @@
  */
 import { ROUTE_MODULE_NAMES } from "../../sdk/contract";
 import { parseEdgeConfig, SecretRef } from "../../provider/declarative/load";
-import { exportFleet, filterFleet } from "../../provider/export/fleet";
+import { exportFleet, filterFleet } from "../../commands/export/fleet";
 import {
   byAge,
   camelName,
@@ -13,8 +13,8 @@ import {
   routeBaseName,
   slug,
   uniqueNames,
-} from "../../provider/export/names";
-import { readFleet } from "../../provider/export/read";
+} from "../../commands/export/names";
+import { readFleet } from "../../commands/export/read";
 import { check } from "../../provider/model";
 import { MODULE_PROPERTY, routeInputsOf } from "../../provider/model/route";
 import { writtenInputs } from "../../provider/model/written";

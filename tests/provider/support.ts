@@ -12,8 +12,8 @@ import {
   type Route,
   type RouteModuleName,
 } from "../../sdk/contract";
-import { createEdgeApp } from "../../sdk/service/app";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../service/http/app";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import type { Transport } from "../../sdk/transport";
 import { fromWire, toWire } from "../../provider/model/case";
 import {

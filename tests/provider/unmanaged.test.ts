@@ -5,8 +5,8 @@
  * Against the real service in memory; through the engine: tests/engine/restore.test.ts.
  */
 import { EdgeClient } from "../../sdk/client";
-import { createEdgeApp } from "../../sdk/service/app";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../service/http/app";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import {
   exitCode,
   type FleetReport,
@@ -15,11 +15,11 @@ import {
   renderMarkdown,
   renderTable,
   type Unmanaged,
-} from "../../provider/drift/report";
-import { heldKey, heldResources, type StateResource } from "../../provider/drift/state";
-import { unmanagedObjects } from "../../provider/drift/unmanaged";
-import { exportFleet } from "../../provider/export/fleet";
-import { readFleet } from "../../provider/export/read";
+} from "../../commands/drift/report";
+import { heldKey, heldResources, type StateResource } from "../../commands/drift/state";
+import { unmanagedObjects } from "../../commands/drift/unmanaged";
+import { exportFleet } from "../../commands/export/fleet";
+import { readFleet } from "../../commands/export/read";
 
 const app = createEdgeApp({ store: SqliteStore.open(":memory:") });
 const client = new EdgeClient({ baseUrl: "http://edge.test", send: async (r) => app.fetch(r) });

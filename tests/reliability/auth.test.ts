@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { ERROR_CODES, MAX_BODY_BYTES } from "../../sdk/contract";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { quiet, stateExport, stateFiles } from "../engine/support/harness";
 import { makeTempDir, raw, removeDir } from "../service/helpers";

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { EdgeClient } from "../../sdk/client";
 import type { Route } from "../../sdk/contract";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { decodeRoute, routeOutputsOf } from "../../provider/model/route";
 import { quiet, stateExport, stateFiles } from "../engine/support/harness";

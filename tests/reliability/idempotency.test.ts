@@ -9,7 +9,7 @@
 import { storeFingerprint } from "../support/fingerprint";
 import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES } from "../../sdk/contract";
-import { startServer } from "../../sdk/service/server";
+import { startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import {
   expectRejected,

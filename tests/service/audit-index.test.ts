@@ -1,5 +1,5 @@
 /**
- * The audit trail's index by object, kept off the request path (sdk/service/audit.ts,
+ * The audit trail's index by object, kept off the request path (service/audit.ts,
  * auditObjectIndex): a lookup by object is complete whether the background indexer has run or
  * not (the tail after the index is scanned), pruning takes the index's rows with the events,
  * a store migrated from the schema with the inline index keeps every event and its seq, and on
@@ -8,11 +8,11 @@
 import Database from "libsql";
 import { Client } from "pg";
 import type { AuditEvent } from "../../sdk/contract";
-import { auditRecord } from "../../sdk/service/audit";
-import { SQL } from "../../sdk/service/statements";
-import { MIGRATIONS, SqliteStore } from "../../sdk/service/store-sqlite";
-import { PostgresStore } from "../../sdk/service/store-postgres";
-import type { AuditFilter, Store } from "../../sdk/service/store";
+import { auditRecord } from "../../service/audit";
+import { SQL } from "../../service/store/statements";
+import { MIGRATIONS, SqliteStore } from "../../service/store/store-sqlite";
+import { PostgresStore } from "../../service/store/store-postgres";
+import type { AuditFilter, Store } from "../../service/store/store";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, removeDir } from "./helpers";
 

@@ -19,11 +19,11 @@ import {
   ROUTE_MODULE_NAMES,
   ROUTE_SECRET_PATHS,
 } from "../../sdk/contract";
-import { createKey, revokeKey } from "../../sdk/service/api-keys";
-import { boundChanges, diffChanges } from "../../sdk/service/audit";
-import { parseRetention } from "../../sdk/service/audit-retention";
-import { SecretsKey } from "../../sdk/service/secrets";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { createKey, revokeKey } from "../../service/api-keys";
+import { boundChanges, diffChanges } from "../../service/audit";
+import { parseRetention } from "../../service/audit-retention";
+import { SecretsKey } from "../../service/secrets";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { ensureBuilt, killClis, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";

@@ -7,10 +7,10 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES, ROUTE_MODULE_NAMES } from "../../sdk/contract";
-import { createEdgeApp } from "../../sdk/service/app";
-import { startServer } from "../../sdk/service/server";
-import type { Store } from "../../sdk/service/store";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../service/http/app";
+import { startServer } from "../../service/http/server";
+import type { Store } from "../../service/store/store";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { expectErrorBody, makeTempDir, moduleSample, raw, removeDir } from "./helpers";
 
@@ -175,7 +175,7 @@ describe.each(AUTH_FIXTURES)("authentication %s", (_name, make) => {
 });
 
 describe("key comparison (source)", () => {
-  const source = fs.readFileSync(path.join(__dirname, "../../sdk/service/api-keys.ts"), "utf8");
+  const source = fs.readFileSync(path.join(__dirname, "../../service/api-keys.ts"), "utf8");
 
   it("looks a key up only by its SHA-256, never comparing keys themselves", () => {
     expect(source).toMatch(/import\s*\{[^}]*\bcreateHash\b[^}]*\}\s*from\s*"node:crypto"/);

@@ -3,11 +3,11 @@
  * is (the bulk seeding of the 100,000-route benchmarks), on both stores. A bad or duplicate body
  * anywhere in a batch stores nothing of it.
  */
-import { ApiError } from "../../sdk/service/errors";
-import { EdgeService } from "../../sdk/service/service";
-import type { Store } from "../../sdk/service/store";
-import { PostgresStore } from "../../sdk/service/store-postgres";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { ApiError } from "../../service/errors";
+import { EdgeService } from "../../service/service";
+import type { Store } from "../../service/store/store";
+import { PostgresStore } from "../../service/store/store-postgres";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, removeDir } from "./helpers";
 

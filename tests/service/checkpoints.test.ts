@@ -5,9 +5,9 @@
  */
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { Checkpointer } from "../../sdk/service/checkpointer";
-import { EdgeService } from "../../sdk/service/service";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { Checkpointer } from "../../service/store/checkpointer";
+import { EdgeService } from "../../service/service";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { makeTempDir, removeDir } from "./helpers";
 
 const size = (file: string) => (fs.existsSync(file) ? fs.statSync(file).size : 0);

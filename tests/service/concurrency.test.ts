@@ -5,8 +5,8 @@
  */
 import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, ROUTE_MODULES, type RouteModuleName } from "../../sdk/contract";
-import type { StoreTx } from "../../sdk/service/store";
-import { SqlTx } from "../../sdk/service/sql-tx";
+import type { StoreTx } from "../../service/store/store";
+import { SqlTx } from "../../service/store/sql-tx";
 import { COMPATIBLE_MODULES, FIXTURES, type Fixture, IDP_METADATA, raw } from "./helpers";
 
 /** A request body for `module` whose content is determined by `tag` (so each round is distinguishable). */

@@ -5,10 +5,10 @@
  * group's earlier writes fail too instead of being reported stored. A second connection on the
  * same file (another process would see the same) says what was committed when.
  */
-import { batchedSink } from "../../sdk/service/log";
+import { batchedSink } from "../../service/http/log";
 import path from "node:path";
-import { type EdgeRow, StoreUnavailable, type StoreTx, UniqueViolation } from "../../sdk/service/store";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { type EdgeRow, StoreUnavailable, type StoreTx, UniqueViolation } from "../../service/store/store";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { makeTempDir, removeDir } from "./helpers";
 
 const edge = (id: string): Omit<EdgeRow, "seq"> => ({
@@ -98,7 +98,7 @@ describe("SqliteStore: group commit", () => {
   });
 
   it("when SQLite ends the whole transaction, the group's earlier writes fail with it, never reported stored", async () => {
-    // The store's one connection (its driver's, see sdk/service/store-sqlite.ts).
+    // The store's one connection (its driver's, see service/store/store-sqlite.ts).
     const db = (store as unknown as { driver: { db: { exec(sql: string): void } } }).driver.db;
     const gone = new Error("disk I/O error (the transaction was rolled back)");
     const results = await Promise.allSettled([

@@ -18,10 +18,11 @@ import {
   ROUTE_MODULES,
   type RouteModuleName,
 } from "../../sdk/contract";
-import { startServer } from "../../sdk/service/server";
-import type { Store } from "../../sdk/service/store";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
-import { closeEmbeddedStores, embeddedTransport, httpTransport, type Transport } from "../../sdk/transport";
+import { startServer } from "../../service/http/server";
+import type { Store } from "../../service/store/store";
+import { SqliteStore } from "../../service/store/store-sqlite";
+import { httpTransport, type Transport } from "../../sdk/transport";
+import { closeEmbeddedStores, embeddedTransport } from "../../service/embedded";
 
 export function makeTempDir(label: string): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), `edge-test-${label}-`));

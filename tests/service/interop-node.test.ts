@@ -18,7 +18,7 @@
  */
 import { Ngrok } from "@ngrok/ngrok-api";
 import { EdgeClient } from "../../sdk/client";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { IDP_METADATA, makeTempDir, removeDir, uniqueMatch } from "./helpers";
 

@@ -10,7 +10,7 @@
  * the same props through a stand-in).
  */
 import * as path from "node:path";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { ensurePythonTools, runPython } from "../support/python-tools";
 import { IDP_METADATA, makeTempDir, removeDir } from "./helpers";
 

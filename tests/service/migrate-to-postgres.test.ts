@@ -7,10 +7,10 @@
  */
 import { execFileSync } from "node:child_process";
 import { Client } from "pg";
-import { createKey } from "../../sdk/service/api-keys";
-import { startServer } from "../../sdk/service/server";
-import { PostgresStore } from "../../sdk/service/store-postgres";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createKey } from "../../service/api-keys";
+import { startServer } from "../../service/http/server";
+import { PostgresStore } from "../../service/store/store-postgres";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { CLI, ensureBuilt } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { COMPATIBLE_MODULES, makeTempDir, moduleSample, raw, removeDir } from "./helpers";

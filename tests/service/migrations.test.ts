@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import * as path from "node:path";
 import Database from "libsql";
 import type { Route } from "../../sdk/contract";
-import { EdgeService } from "../../sdk/service/service";
-import { MIGRATIONS, SCHEMA_VERSION, SqliteStore } from "../../sdk/service/store-sqlite";
+import { EdgeService } from "../../service/service";
+import { MIGRATIONS, SCHEMA_VERSION, SqliteStore } from "../../service/store/store-sqlite";
 import { expectedModule, IDP_METADATA, makeTempDir, removeDir } from "./helpers";
 
 const ctx = { baseUrl: "http://edge.test" };

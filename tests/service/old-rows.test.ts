@@ -12,7 +12,7 @@ import Database from "libsql";
 import { Client } from "pg";
 import { EdgeClient } from "../../sdk/client";
 import { routeSchema, tlsEdgeSchema } from "../../sdk/contract";
-import { startServer, type RunningServer } from "../../sdk/service/server";
+import { startServer, type RunningServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { sharedCluster } from "../support/postgres";
 import { expectedModule, makeTempDir, removeDir } from "./helpers";

@@ -7,9 +7,9 @@
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { ALL_OPERATIONS, ROUTE_MODULE_NAMES } from "../../sdk/contract";
-import { createEdgeApp } from "../../sdk/service/app";
-import { type RunningServer, startServer } from "../../sdk/service/server";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../service/http/app";
+import { type RunningServer, startServer } from "../../service/http/server";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { EdgeClient } from "../../sdk/client";
 import { httpTransport } from "../../sdk/transport";
 import { ensurePythonTools, runPython } from "../support/python-tools";

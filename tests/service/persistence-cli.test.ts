@@ -8,8 +8,9 @@ import * as crypto from "node:crypto";
 import * as path from "node:path";
 import { EdgeClient } from "../../sdk/client";
 import { ERROR_CODES } from "../../sdk/contract";
-import { startServer } from "../../sdk/service/server";
-import { closeEmbeddedStores, embeddedTransport, httpTransport } from "../../sdk/transport";
+import { startServer } from "../../service/http/server";
+import { httpTransport } from "../../sdk/transport";
+import { closeEmbeddedStores, embeddedTransport } from "../../service/embedded";
 import { type Cli, ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
 import { COMPATIBLE_MODULES, makeTempDir, moduleSample, raw, removeDir } from "./helpers";
 

@@ -1,17 +1,17 @@
 /**
  * PostgreSQL's write path in fewer round trips (issue 36): a transaction's start goes with its
  * first statement and a route write's COMMIT with the write, in one simple query each, the values
- * written in as SQL literals (PgConn in sdk/service/store-postgres-conn.ts). On a real database: how many
+ * written in as SQL literals (PgConn in service/store/store-postgres-conn.ts). On a real database: how many
  * queries each request sends, that hostile text reads back byte for byte and never runs as SQL,
  * and that a last write that fails, or a statement after it, changes nothing it should not.
  */
 import fc from "fast-check";
 import pg from "pg";
-import { EdgeService, type RequestContext } from "../../sdk/service/service";
-import { PostgresStore } from "../../sdk/service/store-postgres";
-import { sqlLiterals } from "../../sdk/service/store-postgres-conn";
-import { ApiError } from "../../sdk/service/errors";
-import { SQL } from "../../sdk/service/statements";
+import { EdgeService, type RequestContext } from "../../service/service";
+import { PostgresStore } from "../../service/store/store-postgres";
+import { sqlLiterals } from "../../service/store/store-postgres-conn";
+import { ApiError } from "../../service/errors";
+import { SQL } from "../../service/store/statements";
 import { hostileText } from "../support/hostile-text";
 import { sharedCluster } from "../support/postgres";
 import { IDP_METADATA } from "./helpers";

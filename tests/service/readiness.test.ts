@@ -7,8 +7,8 @@
  * event, bounded, and nothing asserts on time.
  */
 import { Client } from "pg";
-import { Readiness } from "../../sdk/service/readiness";
-import { PostgresStore } from "../../sdk/service/store-postgres";
+import { Readiness } from "../../service/http/readiness";
+import { PostgresStore } from "../../service/store/store-postgres";
 import { httpTransport } from "../../sdk/transport";
 import { ensureBuilt, killClis, startCli } from "../support/edge-service";
 import { scaled } from "../support/machine";

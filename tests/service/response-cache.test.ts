@@ -4,11 +4,11 @@
  * data directory) is seen by the very next GET, errors are never kept, and memory is bounded.
  */
 import { execFileSync } from "node:child_process";
-import { createEdgeApp } from "../../sdk/service/app";
-import { ResponseCache } from "../../sdk/service/response-cache";
-import type { Store } from "../../sdk/service/store";
-import { PostgresStore } from "../../sdk/service/store-postgres";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../service/http/app";
+import { ResponseCache } from "../../service/http/response-cache";
+import type { Store } from "../../service/store/store";
+import { PostgresStore } from "../../service/store/store-postgres";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { sharedCluster } from "../support/postgres";
 import { CLI, ensureBuilt } from "../support/edge-service";
 import { makeTempDir, removeDir } from "./helpers";

@@ -8,7 +8,7 @@
  * servers seal under the new key. The compiled CLI on both stores, and two PostgreSQL replicas.
  */
 import { hostname } from "node:os";
-import { startServer } from "../../sdk/service/server";
+import { startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { type Cli, ensureBuilt, killClis, linesWith, loggedLines, startCli } from "../support/edge-service";
 import { raw } from "./helpers";

@@ -10,7 +10,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import Database from "libsql";
 import { Client } from "pg";
-import { SecretsKey } from "../../sdk/service/secrets";
+import { SecretsKey } from "../../service/secrets";
 import { CLI, ROOT } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, removeDir } from "./helpers";

@@ -16,7 +16,7 @@ import Database from "libsql";
 import { Client } from "pg";
 import { EdgeApiError, EdgeClient } from "../../sdk/client";
 import type { Route } from "../../sdk/contract";
-import { Secrets, SecretsKey } from "../../sdk/service/secrets";
+import { Secrets, SecretsKey } from "../../service/secrets";
 import { httpTransport } from "../../sdk/transport";
 import { ensureBuilt, killClis, spawnCli, startCli, type Cli } from "../support/edge-service";
 import { IDP_METADATA } from "./helpers";

@@ -1,7 +1,7 @@
 /**
- * The rules of a store transaction, held alike by both stores (sdk/service/sql-tx.ts and
+ * The rules of a store transaction, held alike by both stores (service/store/sql-tx.ts and
  * store-sql.ts, written once over each store's driver), and PostgreSQL's refusal of a database
- * whose text is not UTF-8 (sdk/service/store-steps.ts, encodingProblem).
+ * whose text is not UTF-8 (service/store/store-steps.ts, encodingProblem).
  *
  * Before, the last-write rule threw on PostgreSQL only (a wrong mark passed every SQLite test);
  * a SQLite transaction's handle was the store itself, usable after its transaction; a write
@@ -11,11 +11,11 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import pg from "pg";
-import { EdgeService, type RequestContext } from "../../sdk/service/service";
-import { Secrets, SecretsKey } from "../../sdk/service/secrets";
-import type { Store, StoreTx } from "../../sdk/service/store";
-import { PG_SCHEMA_VERSION, PostgresStore } from "../../sdk/service/store-postgres";
-import { SqliteStore } from "../../sdk/service/store-sqlite";
+import { EdgeService, type RequestContext } from "../../service/service";
+import { Secrets, SecretsKey } from "../../service/secrets";
+import type { Store, StoreTx } from "../../service/store/store";
+import { PG_SCHEMA_VERSION, PostgresStore } from "../../service/store/store-postgres";
+import { SqliteStore } from "../../service/store/store-sqlite";
 import { CLI, ensureBuilt } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, removeDir } from "./helpers";

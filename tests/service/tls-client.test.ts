@@ -20,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configKeysRead, edgeClient, settingsFor } from "../../provider/config";
 import { EdgeApiError, EdgeClient } from "../../sdk/client";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport, type RetryNotice } from "../../sdk/transport";
 import { CLI, ensureBuilt, ROOT } from "../support/edge-service";
 import { scaled } from "../support/machine";
@@ -314,7 +314,7 @@ test("pulumi-edge export --base-url https://... over mutual TLS, with the enviro
       description: "exported",
     });
     const args = ["export", "--base-url", server.url, "--out", out];
-    const exported = await run(join(ROOT, "dist/provider/cli.js"), args, {
+    const exported = await run(join(ROOT, "dist/commands/cli.js"), args, {
       EDGE_CA_CERTIFICATE: pki.ca,
       EDGE_CLIENT_CERTIFICATE: client.cert,
       EDGE_CLIENT_KEY: client.key,
@@ -322,7 +322,7 @@ test("pulumi-edge export --base-url https://... over mutual TLS, with the enviro
     expect(exported.out).toContain("exported 1 HTTPS edge");
     expect(exported.status).toBe(0);
     expect(readFileSync(join(out, "edges.yaml"), "utf8")).toContain("description: exported");
-    const refused = await run(join(ROOT, "dist/provider/cli.js"), [...args, "--force"], {});
+    const refused = await run(join(ROOT, "dist/commands/cli.js"), [...args, "--force"], {});
     expect(refused.status).not.toBe(0);
     expect(refused.out).toContain("Set edge:caCertificate (EDGE_CA_CERTIFICATE) to the CA");
   } finally {

@@ -26,7 +26,7 @@ import * as https from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tls from "node:tls";
-import { type RunningServer, startServer } from "../../sdk/service/server";
+import { type RunningServer, startServer } from "../../service/http/server";
 import { CLI, ensureBuilt, killClis, loggedLines, spawnCli, startCli } from "../support/edge-service";
 import { scaled } from "../support/machine";
 import { type Issued, makePki, type Pki } from "../support/pki";

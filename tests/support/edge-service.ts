@@ -8,7 +8,7 @@ import * as path from "node:path";
 import { watch } from "./command";
 
 export const ROOT = path.join(__dirname, "../..");
-export const CLI = path.join(ROOT, "dist/sdk/cli/edge-service.js");
+export const CLI = path.join(ROOT, "dist/service/cli/edge-service.js");
 
 /**
  * Compiles the package into dist when a source of sdk/, provider/ or index.ts is newer than its

@@ -4,7 +4,7 @@
  * before and after a request prove that the request changed nothing.
  */
 import Database from "libsql";
-import type { Store } from "../../sdk/service/store";
+import type { Store } from "../../service/store/store";
 
 const TABLES = ["edges", "routes", "route_saml_keys", "tls_ip_restrictions", "api_keys"];
 const connections = new Map<string, Database.Database>();

@@ -91,7 +91,7 @@ interface Service {
 const services = new Set<ChildProcess>();
 
 async function serve(tree: string, port: number, store: string[]): Promise<Service> {
-  const cli = path.join(tree, "dist/sdk/cli/edge-service.js");
+  const cli = path.join(tree, "dist/service/cli/edge-service.js");
   const child = spawn(
     process.execPath,
     [cli, "serve", "--host", "127.0.0.1", "--port", String(port), ...store],

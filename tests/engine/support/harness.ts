@@ -9,9 +9,9 @@ import { join } from "node:path";
 import { serve } from "@hono/node-server";
 import type { Stack } from "@pulumi/pulumi/automation";
 import { EdgeClient } from "../../../sdk/client";
-import { createEdgeApp } from "../../../sdk/service/app";
-import { EdgeService } from "../../../sdk/service/service";
-import { SqliteStore } from "../../../sdk/service/store-sqlite";
+import { createEdgeApp } from "../../../service/http/app";
+import { EdgeService } from "../../../service/service";
+import { SqliteStore } from "../../../service/store/store-sqlite";
 import { httpTransport } from "../../../sdk/transport";
 import { programWorkspace, WORK_ROOT, type Workspace } from "../../support/workspace";
 

@@ -1,0 +1,156 @@
+/**
+ * The fast drift check of one stack: no program, no engine run. Its state (`pulumi stack export`,
+ * one CLI call) and current config (`pulumi config`, one more) say what was deployed and with
+ * which provider settings; the live objects come from one `GET` per edge (an HTTPS edge's answer
+ * carries all its routes, a TLS edge's its IP restriction); each resource is then judged by the
+ * provider's own refresh and diff (the lifecycles' `readFound` and `diff`), which also name the
+ * authors from the audit trail. So its verdicts are `pulumi refresh --preview-only`'s: what the
+ * service holds against what the last `up` deployed. Like that command it does not run the
+ * program: a program change not yet deployed, or an `ignoreChanges` in it, is the engine path's.
+ *
+ * A stack it cannot judge goes to the engine path whole, and the report says which judged: one
+ * with resources of other providers, pending operations, a provider it cannot configure, or a
+ * state that a refresh (an `up --refresh` that then failed, an import) last wrote: that state holds
+ * what the service held then, not what was deployed, so only the program can tell drift there.
+ */
+import type { EdgeClient } from "../../sdk/client";
+import { edgeClient } from "../../provider/config";
+import { concealLeaves, fromExported, keepSecretsOf } from "../../provider/engine/secrets";
+import { type Found, LIFECYCLES, type Location, type ResourceKind } from "../../provider/lifecycle";
+import { LAST_WRITE_KEY } from "../../provider/lifecycle/attribution";
+import { readOrGone } from "../../provider/lifecycle/errors";
+import { checkedInputs } from "../../provider/lifecycle/types";
+import { SECRET_LEAVES } from "../../provider/model";
+import { isProps } from "../../provider/model/check";
+import { attributionOf, changedFields, type DriftedResource } from "./report";
+import {
+  classify,
+  heldResources,
+  NoProvider,
+  providerSettingsOf,
+  revealed,
+  type StateResource,
+  stateOf,
+} from "./state";
+import { type Engine, readStack, type StackRead, type Target } from "./stacks";
+
+/** Why the fast path hands a stack to the engine. */
+export class CannotJudge {
+  constructor(readonly reason: string) {}
+}
+
+interface Judged {
+  /** The resources that drifted (empty: clean). */
+  resources: DriftedResource[];
+}
+
+/**
+ * The fast check of one stack: a StackReport judged here, or CannotJudge (the engine path's).
+ * Errors reading the state or the service are the report's error, as on the engine path. `read`:
+ * the stack as already read (readStack), else it is read here.
+ */
+export async function judgeStackFast(
+  target: Target,
+  engine: Engine,
+  read?: StackRead,
+): Promise<Judged | CannotJudge> {
+  const { exported, config, last } = read ?? (await readStack(target, engine));
+  // What the state says was deployed is only that after a successful update: a refresh (or an
+  // update that failed after its refresh, an import) writes what the service held into it, drift
+  // included. Then only the program can say what was meant.
+  if (last && !(last.kind === "update" && last.result === "succeeded")) {
+    return new CannotJudge(
+      `the stack's last operation was a ${last.kind} that ${last.result}: its state may hold what the service held then, drift included, so the program judges`,
+    );
+  }
+  const { resources, pending } = stateOf(exported);
+  if (pending) return new CannotJudge("the state holds pending operations (an interrupted update)");
+  const foreign = resources.filter((r) => classify(r) === "foreign").map((r) => r.type);
+  if (foreign.length > 0) {
+    return new CannotJudge(`resources of other providers (${[...new Set(foreign)].sort().join(", ")})`);
+  }
+  const settings = providerSettingsOf(resources, config, engine.env, target.dir);
+
+  // One GET per edge, per client: what every read of the stack finds.
+  type Job = { r: StateResource; kind: ResourceKind; client: EdgeClient; at: Location };
+  const jobs: Job[] = [];
+  for (const held of heldResources(resources)) {
+    const of = settings.of(held.r);
+    if (of instanceof NoProvider) return new CannotJudge(of.reason);
+    jobs.push({ ...held, client: edgeClient(of) });
+  }
+  const edges = new Map<EdgeClient, Map<string, Promise<unknown>>>();
+  const fetchEdge = (client: EdgeClient, at: Location) => {
+    const mine = edges.get(client) ?? new Map<string, Promise<unknown>>();
+    edges.set(client, mine);
+    const key = `${at.edge}/${at.edgeId}`;
+    let got = mine.get(key);
+    if (!got) {
+      got =
+        at.edge === "https"
+          ? readOrGone(() => client.getHttpsEdge(at.edgeId))
+          : readOrGone(() => client.getTlsEdge(at.edgeId));
+      mine.set(key, got);
+    }
+    return got;
+  };
+
+  const drifted: DriftedResource[] = [];
+  for (const job of jobs) {
+    const edge = await fetchEdge(job.client, job.at);
+    drifted.push(...(await judgeResource(job.r, job.kind, job.client, foundIn(job.kind, job.at, edge))));
+  }
+  return { resources: drifted };
+}
+
+/** What a kind's read would have found, from its edge's answer (undefined: gone). */
+function foundIn<K extends ResourceKind>(kind: K, at: Location, edge: unknown): Found[K] | undefined {
+  if (!isProps(edge)) return undefined;
+  if (kind === "httpsEdge" || kind === "tlsEdge") return edge as Found[K];
+  if (kind === "tlsEdgeIpRestriction") return (edge.ip_restriction ?? undefined) as Found[K] | undefined;
+  const routes = Array.isArray(edge.routes) ? edge.routes : [];
+  return routes.find((r) => isProps(r) && r.id === at.routeId) as Found[K] | undefined;
+}
+
+/**
+ * One resource, as `preview --refresh` of an unchanged program judges it: the provider's refresh
+ * of the state's outputs (its warnings name the authors), then its diff against the state's
+ * inputs. Drifted: gone (the engine would create it again), or a diff with changes.
+ */
+async function judgeResource<K extends ResourceKind>(
+  r: StateResource,
+  kind: K,
+  client: EdgeClient,
+  found: Found[K] | undefined,
+): Promise<DriftedResource[]> {
+  const life = LIFECYCLES[kind];
+  const warnings: string[] = [];
+  const name = r.urn.split("::").pop() ?? r.urn;
+  const stored = revealed(r.outputs);
+  const lastWrite = stored[LAST_WRITE_KEY];
+  const ctx = {
+    name,
+    lastWrite: typeof lastWrite === "string" ? lastWrite : undefined,
+    log: { info: () => undefined, warn: (m: string) => void warnings.push(m) },
+  };
+  const id = r.id!;
+  const read = await life.readFound(client, id, stored, found, ctx);
+  const who = () => attributionOf(warnings, name);
+  const base = { urn: r.urn, name, type: r.type };
+  if (read === undefined) return [{ ...base, op: "create", fields: [], ...who() }];
+  const declared = revealed(r.inputs);
+  const plan = life.diff(read.outs, checkedInputs(declared), id);
+  if (plan.changed.length === 0) return [];
+  // Shown as the engine path shows them: secrets as [secret], the state's inputs against the live ones.
+  const shown = (v: object) =>
+    concealLeaves(keepSecretsOf({ ...v }, fromExported(r.inputs ?? {})), SECRET_LEAVES[kind]);
+  const keys = [...new Set(plan.changes.map((c) => c.path.split(/[.[]/)[0]!))];
+  return [
+    {
+      ...base,
+      op: plan.replaces.length > 0 ? "replace" : "update",
+      fields: changedFields(shown(declared), shown(read.inputs), keys),
+      ...who(),
+    },
+  ];
+}

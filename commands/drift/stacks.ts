@@ -1,0 +1,148 @@
+/**
+ * The stacks `pulumi-edge drift` checks, as the `pulumi` CLI the user has sees them: which stack
+ * of which project directory, and its workspace through the Automation API.
+ */
+import { execFile } from "node:child_process";
+import { resolve } from "node:path";
+import { promisify } from "node:util";
+import {
+  type ConfigMap,
+  type Deployment,
+  LocalWorkspace,
+  type PulumiCommand,
+  type Stack,
+} from "@pulumi/pulumi/automation";
+import { configKeysRead } from "../../provider/config";
+import { isProps } from "../../provider/model/check";
+import { readPulumiFile, stackConfigDir, stackFileBase } from "../../provider/pulumi-files";
+
+/** One stack of one project directory. */
+export interface Target {
+  /** The project directory as the user gave it (shown in the report). */
+  dir: string;
+  stack: string;
+}
+
+export interface Engine {
+  command: PulumiCommand;
+  env: Record<string, string>;
+  /** A progress line (stderr). */
+  progress: (line: string) => void;
+}
+
+// `stack select` writes the project's workspace file: one at a time per directory.
+const selecting = new Map<string, Promise<unknown>>();
+
+export async function selectStack(target: Target, engine: Engine): Promise<Stack> {
+  const workDir = resolve(target.dir);
+  const before = selecting.get(workDir) ?? Promise.resolve();
+  const mine = before.then(
+    () =>
+      LocalWorkspace.selectStack(
+        { stackName: target.stack, workDir },
+        { pulumiCommand: engine.command, envVars: engine.env },
+      ),
+    () =>
+      LocalWorkspace.selectStack(
+        { stackName: target.stack, workDir },
+        { pulumiCommand: engine.command, envVars: engine.env },
+      ),
+  );
+  selecting.set(
+    workDir,
+    mine.catch(() => undefined),
+  );
+  return mine;
+}
+
+/** What the fast path reads of a stack: its state, its config (secrets shown), its last operation. */
+export interface StackRead {
+  exported: Deployment;
+  config: ConfigMap;
+  /** The newest entry of the stack's history; undefined for a stack never updated. */
+  last?: { kind: string; result: string };
+}
+
+/**
+ * Reads `target` without selecting it: each command names the stack (`--stack`), so the three
+ * run side by side, and stacks of one project do not take turns at `stack select` (which writes
+ * the project's workspace file). The history is the CLI's own `stack history --json`, which the
+ * Automation API offers only on a selected Stack.
+ */
+export async function readStack(target: Target, engine: Engine): Promise<StackRead> {
+  const workDir = resolve(target.dir);
+  const ws = await LocalWorkspace.create({ workDir, pulumiCommand: engine.command, envVars: engine.env });
+  const history = async () => {
+    const stdout = await pulumiCli(
+      engine.command.command,
+      ["stack", "history", "--json", "--page-size", "1", "--page", "1", "--stack", target.stack],
+      workDir,
+      { ...process.env, ...engine.env },
+    );
+    const entries: unknown = JSON.parse(stdout);
+    const first: unknown = Array.isArray(entries) ? entries[0] : undefined;
+    if (typeof first !== "object" || first === null) return undefined;
+    return { kind: String(Reflect.get(first, "kind")), result: String(Reflect.get(first, "result")) };
+  };
+  const [exported, config, last] = await Promise.all([
+    ws.exportStack(target.stack),
+    configFromFiles(workDir, target.stack, engine.env) ?? ws.getAllConfig(target.stack),
+    history(),
+  ]);
+  return { exported, config, last };
+}
+
+/**
+ * A run of the `pulumi` CLI (`--non-interactive`) in `workDir`: its stdout; if it fails, an error
+ * saying what the CLI said (its stderr), as the Automation API's errors do.
+ */
+export async function pulumiCli(
+  pulumi: string,
+  args: string[],
+  workDir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
+  try {
+    const run = promisify(execFile);
+    const { stdout } = await run(pulumi, [...args, "--non-interactive"], {
+      cwd: workDir,
+      env,
+      encoding: "utf8",
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    return stdout;
+  } catch (e) {
+    const stderr = isProps(e) && typeof e.stderr === "string" ? e.stderr.trim() : "";
+    throw stderr ? new Error(stderr) : e;
+  }
+}
+
+/**
+ * The stack's config as `pulumi config --show-secrets --json` gives the keys the provider's
+ * settings read (configKeysRead), from the stack's settings file alone, saving a CLI run (each
+ * costs a quarter second of CPU, most of a fast check's). Undefined when the file alone may not
+ * decide them: one of them is a secret (only the CLI opens it), the project's config or an
+ * environment (Pulumi ESC) may set them, or a file is unreadable (the CLI says why).
+ */
+export function configFromFiles(
+  workDir: string,
+  stack: string,
+  env: NodeJS.ProcessEnv,
+): ConfigMap | undefined {
+  const project = readPulumiFile(workDir, "Pulumi");
+  if (typeof project === "string" || "config" in project) return undefined;
+  const settings = readPulumiFile(stackConfigDir(workDir, project), stackFileBase(stack));
+  if (settings === "missing") return {}; // no settings file: no stack config
+  if (settings === "unreadable" || "environment" in settings) return undefined;
+  const values = settings.config ?? {};
+  if (!isProps(values)) return undefined;
+  const config: ConfigMap = {};
+  for (const key of configKeysRead(env)) {
+    const value = values[key];
+    if (value === undefined || value === null) continue;
+    if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
+      config[key] = { value: String(value), secret: false };
+    } else return undefined; // `secure:` (a secret) or an object: the CLI's to say
+  }
+  return config;
+}

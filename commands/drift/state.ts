@@ -1,0 +1,141 @@
+/**
+ * What a stack's state (`pulumi stack export`) holds of this provider, read once for both uses of
+ * `pulumi-edge drift`: the fast check judges these resources against the service, and the list of
+ * objects no stack holds subtracts them from what the service has.
+ */
+import { join, resolve } from "node:path";
+import type { ConfigMap, Deployment } from "@pulumi/pulumi/automation";
+import { type ProviderSettings, settingsFor } from "../../provider/config";
+import { fromExported, reveal } from "../../provider/engine/secrets";
+import { STACK_ANCHOR } from "../../provider/identity";
+import {
+  LIFECYCLES,
+  type Location,
+  RESOURCE_KINDS,
+  type ResourceKind,
+  TYPE_NAMES,
+} from "../../provider/lifecycle";
+import { isProps, type Props } from "../../provider/model/check";
+import { readPulumiFile } from "../../provider/pulumi-files";
+
+/** What `pulumi stack export` holds of a resource (the fields read here). */
+export interface StateResource {
+  urn: string;
+  type: string;
+  custom?: boolean;
+  external?: boolean;
+  id?: string;
+  provider?: string;
+  inputs?: Props;
+  outputs?: Props;
+}
+
+/** A stack's resources, and whether an interrupted update left operations pending. */
+export function stateOf(exported: Deployment): { resources: StateResource[]; pending: boolean } {
+  const deployment = exported.deployment as { resources?: StateResource[]; pending_operations?: unknown[] };
+  return {
+    resources: deployment.resources ?? [],
+    pending: (deployment.pending_operations ?? []).length > 0,
+  };
+}
+
+const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
+const KIND_OF = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
+
+/** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
+export function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
+  if (r.type === "pulumi:pulumi:Stack" || r.type.startsWith("pulumi:providers:")) return "skip";
+  const name = OUR_TYPE.exec(r.type)?.[1];
+  if (name === STACK_ANCHOR) return "skip";
+  const kind = name === undefined ? undefined : KIND_OF.get(name);
+  if (kind) return r.external ? "skip" : kind; // a lookup (`get`) is read, never drift, never held
+  return r.custom === false ? "skip" : "foreign"; // components hold nothing to refresh
+}
+
+/** A resource's stored values as the lifecycles take them: secrets revealed. */
+export const revealed = (v: Props | undefined): Props => {
+  const out = reveal(fromExported(v ?? {}));
+  return isProps(out) ? out : {};
+};
+
+/** One of this provider's resources in a state, and where its object is on the service. */
+export interface HeldResource {
+  r: StateResource;
+  kind: ResourceKind;
+  at: Location;
+}
+
+/** This provider's resources of a state that hold an object (lookups and bookkeeping left out). */
+export function heldResources(resources: readonly StateResource[]): HeldResource[] {
+  const out: HeldResource[] = [];
+  for (const r of resources) {
+    const kind = classify(r);
+    if (kind === "skip" || kind === "foreign" || r.id === undefined) continue;
+    out.push({ r, kind, at: LIFECYCLES[kind].locate(r.id, revealed(r.outputs)) });
+  }
+  return out;
+}
+
+/**
+ * The key of the object a held resource manages, as `objectKey` makes it for an object the
+ * service lists: ids are unique on a service, so a key says which object whatever stack holds it.
+ */
+export function heldKey(h: HeldResource): string {
+  switch (h.kind) {
+    case "httpsEdge":
+      return objectKey("HttpsEdge", h.at.edgeId);
+    case "tlsEdge":
+      return objectKey("TlsEdge", h.at.edgeId);
+    case "tlsEdgeIpRestriction":
+      return objectKey("TlsEdgeIpRestriction", h.at.edgeId);
+    case "httpsEdgeRoute":
+      return objectKey("HttpsEdgeRoute", h.at.routeId ?? "");
+  }
+}
+
+/** An object's key: its type and its own id (a route's, not its edge's; a module's, its TLS edge's). */
+export const objectKey = (type: string, id: string): string => `${type}:${id}`;
+
+/** The program's directory: the project's, or its `main` (where the provider runs). */
+export function programDir(projectDir: string): string {
+  const project = readPulumiFile(projectDir, "Pulumi");
+  const main = typeof project === "object" && typeof project.main === "string" ? project.main : ".";
+  // `main` may name a file: its directory is the program's.
+  return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);
+}
+
+/** Why a resource's provider settings cannot be known from the state. */
+export class NoProvider {
+  constructor(readonly reason: string) {}
+}
+
+/**
+ * The settings each resource's provider runs with, as the engine would configure it: the stack's
+ * config (the dynamic face, a default provider) or an explicit provider's inputs in the state;
+ * the environment's fallbacks and EDGE_API_KEY over both.
+ */
+export function providerSettingsOf(
+  resources: readonly StateResource[],
+  config: ConfigMap,
+  env: NodeJS.ProcessEnv,
+  projectDir: string,
+): { ofStack: () => ProviderSettings; of: (r: StateResource) => ProviderSettings | NoProvider } {
+  const byUrn = new Map(resources.map((r) => [r.urn, r]));
+  const dir = programDir(projectDir);
+  const stackConfig = { get: (key: string) => config[key]?.value };
+  const ofStack = () => settingsFor(stackConfig, env, dir);
+  const of = (r: StateResource): ProviderSettings | NoProvider => {
+    if (r.type.startsWith("pulumi-nodejs:")) return ofStack();
+    const providerUrn = r.provider?.split("::").slice(0, -1).join("::");
+    const provider = providerUrn === undefined ? undefined : byUrn.get(providerUrn);
+    if (!provider) return new NoProvider(`the provider of ${r.urn} is not in the state`);
+    if (/::default(_|$)[^:]*$/.test(provider.urn)) return ofStack();
+    const inputs = reveal(fromExported(provider.inputs ?? {}));
+    const get = (key: string) => {
+      const v = isProps(inputs) ? inputs[key.replace(/^edge:/, "")] : undefined;
+      return typeof v === "string" || typeof v === "number" || typeof v === "boolean" ? String(v) : undefined;
+    };
+    return settingsFor({ get }, env, dir);
+  };
+  return { ofStack, of };
+}
