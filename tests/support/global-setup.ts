@@ -5,7 +5,6 @@
  *   told apart from those of a developer's other runs in the same OS temp dir.
  * - What an interrupted earlier run left (no teardown ran) is killed and removed first.
  * - dist is brought up to date here, before any worker runs from it (see ensureBuilt).
- * - Pulumi programs run without ts-node's type check (PULUMI_NODEJS_TRANSPILE_ONLY).
  */
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -34,8 +33,5 @@ export default function globalSetup(): void {
   fs.writeFileSync(path.join(marks.tmp, RUN_MARKER_FILE), marks.marker);
   process.env[MARKER_VARIABLE] = marks.marker;
   process.env.TMPDIR = marks.tmp;
-  // The Pulumi programs the tests run are type-checked once by `npm run lint` (tsconfig.json
-  // includes them); ts-node checking them again in every `pulumi` run cost seconds of CPU each.
-  process.env.PULUMI_NODEJS_TRANSPILE_ONLY ??= "true";
   (globalThis as { __pulumiEdgeRun?: RunMarks }).__pulumiEdgeRun = marks;
 }
