@@ -407,6 +407,63 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
     scaled(120_000),
   );
 
+  it(
+    "haproxy-tls.cfg sends to, and counts healthy, only a replica whose certificate its CA signed for edge-replica.internal",
+    async () => {
+      // Three replicas over TLS, all ready: one with the certificate the file asks for, one of
+      // the same CA without the name, one with the name from another CA.
+      const pki = makePki();
+      dirs.push(pki.dir);
+      const name = ["127.0.0.1", "edge-replica.internal"];
+      const certs = [
+        pki.issue("right", { hosts: name }),
+        pki.issue("unnamed", { hosts: ["127.0.0.1", "localhost"] }),
+        pki.issue("foreign", { hosts: name, foreign: true }),
+      ];
+      const ports = await Promise.all(certs.map(() => freePort()));
+      for (const [i, issued] of certs.entries()) {
+        const replica = https.createServer({ cert: issued.certPem, key: issued.keyPem }, (req, res) => {
+          req.resume();
+          res.end(JSON.stringify({ replica: i + 1 }));
+        });
+        fakes.push(replica);
+        await new Promise<void>((resolve) => replica.listen(ports[i], "127.0.0.1", resolve));
+        stillRunning(() => replica.close());
+      }
+      const dir = makeTempDir("haproxy-tls-verify");
+      dirs.push(dir);
+      stillRunning(() => removeDir(dir));
+      const frontendPem = path.join(dir, "edge-api.pem");
+      fs.writeFileSync(frontendPem, pki.server.certPem + pki.server.keyPem, { mode: 0o600 });
+      const lb = await startHaproxy(
+        haproxyFound.bin!,
+        dir,
+        { frontend: await freePort(), servers: ports },
+        started,
+        { frontendPem, replicasCa: pki.ca },
+      );
+      stillRunning(() => lb.child.kill("SIGKILL"));
+      const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
+      await until(
+        () => "HAProxy to see edge1 UP, edge2 and edge3 DOWN",
+        scaled(60_000),
+        async () => ((await states()) === "UP, DOWN, DOWN" ? true : undefined),
+      ).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${await states()}\n${lb.stderr()}`);
+      });
+      // Why, in HAProxy's words: the name, then the chain.
+      expect(lb.stderr()).toMatch(/edge2 is DOWN.*SSL certificate different from the configured one/);
+      expect(lb.stderr()).toMatch(/edge3 is DOWN.*Layer6/);
+      const agent = new https.Agent({ keepAlive: false, ca: pki.caPem });
+      const answers = [];
+      for (let n = 0; n < 3; n++) answers.push((await request(agent, new URL(lb.url), "GET", "/")).json);
+      expect(answers).toEqual(Array(3).fill({ replica: 1 }));
+      lb.child.kill("SIGTERM");
+      await within(() => "HAProxy to exit after SIGTERM", scaled(30_000), lb.exit);
+    },
+    scaled(120_000),
+  );
+
   it.each([
     { config: "deploy/haproxy.cfg", overTls: false },
     { config: "deploy/haproxy-tls.cfg, with a certificate reload under the load", overTls: true },
