@@ -432,7 +432,9 @@ describe("@ngrok/ngrok-api 0.11.0 over TLS, a private CA in NODE_EXTRA_CA_CERTS 
   it("without the CA, the client refuses the service's certificate", async () => {
     const { results, output } = await runScript(undefined);
     if (results.size === 0) throw new Error(`the script reported nothing:\n${output}`);
-    expect(results.get("node_https_trusts_the_service")).toMatch(/^Error: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY):/);
+    expect(results.get("node_https_trusts_the_service")).toMatch(
+      /^Error: (UNABLE_TO_VERIFY_LEAF_SIGNATURE|UNABLE_TO_GET_ISSUER_CERT_LOCALLY):/,
+    );
     // The client's bug (see ./interop_node.js) turns its refusal into a SyntaxError on the
     // message of node-fetch's "request to ... failed": every call fails, none reaches the service.
     for (const name of CASES.slice(1)) {
