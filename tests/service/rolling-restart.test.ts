@@ -1,6 +1,6 @@
 /**
  * The deployment the README documents, tested whole, behind a real HAProxy started with the
- * shipped deploy/haproxy.cfg (only its addresses changed):
+ * shipped deploy/haproxy.cfg (only its addresses changed), and with deploy/haproxy-tls.cfg:
  * - its retry rules, request by request, against replicas made to fail on purpose (a connection
  *   closed without an answer, a 503, a 500): what is repeated, on which replica, and what not;
  * - a rolling restart: three `edge-service serve` replicas (the compiled CLI, real processes) on
@@ -11,17 +11,36 @@
  *   one expected, first time: the workers never retry; only the balancer may), none be lost
  *   (each acknowledged create is in the database, each PATCH's value is there), none be done
  *   twice (one row per create, counted in the database).
+ * - the same rolling restart through deploy/haproxy-tls.cfg: the workers speak HTTPS to HAProxy
+ *   (a private CA), HAProxy speaks HTTPS to the replicas (`serve --tls-cert --tls-key`) and
+ *   checks them over TLS; then, under the same load, each replica's certificate files are
+ *   replaced by a new certificate of the same CA, which each replica loads by itself: no request
+ *   fails, and a new handshake with each replica gets the new certificate. The two files share
+ *   their health and retry rules line for line (checked first, without HAProxy).
  * Every wait is on a condition, bounded (tests/support/machine) and saying what it waited for;
  * nothing asserts on time. Everything started is stopped, and every directory made is removed,
  * in afterAll, so a test that timed out leaves nothing behind either.
  */
 import type { ChildProcess } from "node:child_process";
+import * as fs from "node:fs";
 import * as http from "node:http";
+import * as https from "node:https";
+import * as path from "node:path";
+import * as tls from "node:tls";
 import { Client } from "pg";
 import { errorBodySchema } from "../../sdk/contract";
 import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
-import { findHaproxy, fixedPort, type Haproxy, startHaproxy } from "../support/haproxy";
+import {
+  findHaproxy,
+  fixedPort,
+  type Haproxy,
+  HAPROXY_CONFIG,
+  HAPROXY_TLS_CONFIG,
+  sharedSections,
+  startHaproxy,
+} from "../support/haproxy";
 import { scaled, TIME_SCALE } from "../support/machine";
+import { type Issued, makePki } from "../support/pki";
 import { freePort, type PgCluster, sharedCluster } from "../support/postgres";
 import { makeTempDir, removeDir } from "./helpers";
 
@@ -108,8 +127,9 @@ interface Answer {
 }
 
 /**
- * One request on the worker's own keep-alive connection (an agent of one socket): node:http
- * never repeats a request by itself, so a failure here is a failure the balancer let through.
+ * One request on the worker's own keep-alive connection (an agent of one socket; for an
+ * `https:` base, an https.Agent trusting the test's CA): node:http never repeats a request by
+ * itself, so a failure here is a failure the balancer let through.
  */
 function request(
   agent: http.Agent,
@@ -120,7 +140,8 @@ function request(
 ): Promise<Answer> {
   const body = opts.body === undefined ? undefined : JSON.stringify(opts.body);
   return new Promise((resolve, reject) => {
-    const req = http.request(
+    const send = base.protocol === "https:" ? https.request : http.request;
+    const req = send(
       {
         host: base.hostname,
         port: base.port,
@@ -169,7 +190,32 @@ interface RouteMade {
   deleted: boolean;
 }
 
-describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL", () => {
+/** The fingerprint of the certificate a new TLS handshake with 127.0.0.1:`port` gets. */
+function servedCertificate(port: number, ca: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = tls.connect({ host: "127.0.0.1", port, ca }, () => {
+      const fingerprint = socket.getPeerCertificate().fingerprint256;
+      socket.end();
+      resolve(fingerprint);
+    });
+    socket.setTimeout(scaled(30_000), () => socket.destroy(new Error(`no TLS handshake on ${port}`)));
+    socket.once("error", reject);
+  });
+}
+
+describe("deploy/haproxy-tls.cfg", () => {
+  it("has deploy/haproxy.cfg's health and retry rules, line for line: only its TLS lines differ", () => {
+    const plain = fs.readFileSync(HAPROXY_CONFIG, "utf8");
+    const withTls = fs.readFileSync(HAPROXY_TLS_CONFIG, "utf8");
+    expect(sharedSections(withTls).join("\n")).toEqual(sharedSections(plain).join("\n"));
+    // What the comparison leaves out is only TLS: a rule changed in one file alone is caught.
+    const changed = withTls.replace(/^(\s*)retries 3$/m, "$1retries 2");
+    expect(changed).not.toEqual(withTls);
+    expect(sharedSections(changed)).not.toEqual(sharedSections(plain));
+  });
+});
+
+describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), replicas on PostgreSQL", () => {
   let cluster: PgCluster;
 
   beforeAll(async () => {
@@ -362,29 +408,135 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
   );
 
   it(
-    "a rolling restart by SIGTERM under keep-alive load: no request failed, none lost, none made twice",
+    "haproxy-tls.cfg sends to, and counts healthy, only a replica whose certificate its CA signed for edge-replica.internal",
     async () => {
+      // Three replicas over TLS, all ready: one with the certificate the file asks for, one of
+      // the same CA without the name, one with the name from another CA.
+      const pki = makePki();
+      dirs.push(pki.dir);
+      const name = ["127.0.0.1", "edge-replica.internal"];
+      const certs = [
+        pki.issue("right", { hosts: name }),
+        pki.issue("unnamed", { hosts: ["127.0.0.1", "localhost"] }),
+        pki.issue("foreign", { hosts: name, foreign: true }),
+      ];
+      const ports = await Promise.all(certs.map(() => freePort()));
+      for (const [i, issued] of certs.entries()) {
+        const replica = https.createServer({ cert: issued.certPem, key: issued.keyPem }, (req, res) => {
+          req.resume();
+          res.end(JSON.stringify({ replica: i + 1 }));
+        });
+        fakes.push(replica);
+        await new Promise<void>((resolve) => replica.listen(ports[i], "127.0.0.1", resolve));
+        stillRunning(() => replica.close());
+      }
+      const dir = makeTempDir("haproxy-tls-verify");
+      dirs.push(dir);
+      stillRunning(() => removeDir(dir));
+      const frontendPem = path.join(dir, "edge-api.pem");
+      fs.writeFileSync(frontendPem, pki.server.certPem + pki.server.keyPem, { mode: 0o600 });
+      const lb = await startHaproxy(
+        haproxyFound.bin!,
+        dir,
+        { frontend: await freePort(), servers: ports },
+        started,
+        { frontendPem, replicasCa: pki.ca },
+      );
+      stillRunning(() => lb.child.kill("SIGKILL"));
+      const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
+      await until(
+        () => "HAProxy to see edge1 UP, edge2 and edge3 DOWN",
+        scaled(60_000),
+        async () => ((await states()) === "UP, DOWN, DOWN" ? true : undefined),
+      ).catch(async (e: Error) => {
+        throw new Error(`${e.message}: ${await states()}\n${lb.stderr()}`);
+      });
+      // Why, in HAProxy's words: the name, then the chain.
+      expect(lb.stderr()).toMatch(/edge2 is DOWN.*SSL certificate different from the configured one/);
+      expect(lb.stderr()).toMatch(/edge3 is DOWN.*Layer6/);
+      const agent = new https.Agent({ keepAlive: false, ca: pki.caPem });
+      const answers = [];
+      for (let n = 0; n < 3; n++) answers.push((await request(agent, new URL(lb.url), "GET", "/")).json);
+      expect(answers).toEqual(Array(3).fill({ replica: 1 }));
+      lb.child.kill("SIGTERM");
+      await within(() => "HAProxy to exit after SIGTERM", scaled(30_000), lb.exit);
+    },
+    scaled(120_000),
+  );
+
+  it.each([
+    { config: "deploy/haproxy.cfg", overTls: false },
+    { config: "deploy/haproxy-tls.cfg, with a certificate reload under the load", overTls: true },
+  ])(
+    "a rolling restart by SIGTERM under keep-alive load ($config): no request failed, none lost, none made twice",
+    async ({ overTls }) => {
+      stillRunning(() => undefined);
+      stopWorkers = false;
       const bin = haproxyFound.bin!;
       const database = await cluster.createDatabase();
-      // Outside the ephemeral range: each replica is started again on its port (see fixedPort).
-      const ports = await Promise.all(Array.from({ length: REPLICAS }, () => fixedPort()));
-      const args = (i: number) => ["--port", String(ports[i]), "--database", database, "--pool-size", "4"];
-      // Started together: the schema migration runs once, under its advisory lock.
-      const replicas: Cli[] = await Promise.all(ports.map((_, i) => startCli(args(i))));
-      stillRunning(() => replicas.forEach((r) => r.child.kill("SIGKILL")));
       const dir = makeTempDir("haproxy");
       dirs.push(dir);
       stillRunning(() => removeDir(dir));
+      // Outside the ephemeral range: each replica is started again on its port (see fixedPort).
+      const ports = await Promise.all(Array.from({ length: REPLICAS }, () => fixedPort()));
+      const serverName = (i: number) => `edge${i + 1}`;
+
+      // Over TLS: a private CA; HAProxy's certificate for the clients; each replica's own, with
+      // the name HAProxy verifies (edge-replica.internal), and the one that replaces it later,
+      // made now so that the load does not wait on openssl.
+      const pki = overTls ? makePki() : undefined;
+      if (pki) dirs.push(pki.dir);
+      const replicaCert = (i: number, generation: number) =>
+        pki!.issue(`${serverName(i)}-${generation}`, {
+          hosts: ["127.0.0.1", "localhost", "edge-replica.internal"],
+        });
+      const firstCerts = pki ? ports.map((_, i) => replicaCert(i, 1)) : [];
+      const nextCerts = pki ? ports.map((_, i) => replicaCert(i, 2)) : [];
+      const certFiles = ports.map((_, i) => ({
+        cert: path.join(dir, `${serverName(i)}.crt`),
+        key: path.join(dir, `${serverName(i)}.key`),
+      }));
+      /** Puts `issued` in replica i's files as a rotation does: written beside, renamed into place. */
+      const install = (i: number, issued: Issued) => {
+        for (const [file, pem] of [
+          [certFiles[i]!.key, issued.keyPem],
+          [certFiles[i]!.cert, issued.certPem],
+        ] as const) {
+          fs.writeFileSync(`${file}.new`, pem, { mode: 0o600 });
+          fs.renameSync(`${file}.new`, file);
+        }
+      };
+      firstCerts.forEach((issued, i) => install(i, issued));
+      const frontendPem = path.join(dir, "edge-api.pem");
+      if (pki) fs.writeFileSync(frontendPem, pki.server.certPem + pki.server.keyPem, { mode: 0o600 });
+
+      const args = (i: number) => [
+        "--port",
+        String(ports[i]),
+        "--database",
+        database,
+        "--pool-size",
+        "4",
+        ...(overTls ? ["--tls-cert", certFiles[i]!.cert, "--tls-key", certFiles[i]!.key] : []),
+      ];
+      // Started together: the schema migration runs once, under its advisory lock.
+      const replicas: Cli[] = await Promise.all(ports.map((_, i) => startCli(args(i))));
+      stillRunning(() => replicas.forEach((r) => r.child.kill("SIGKILL")));
       const lb: Haproxy = await startHaproxy(
         bin,
         dir,
         { frontend: await freePort(), servers: ports },
         started,
+        pki && { frontendPem, replicasCa: pki.ca },
       );
       stillRunning(() => lb.child.kill("SIGKILL"));
       const base = new URL(lb.url);
+      expect(base.protocol).toBe(overTls ? "https:" : "http:");
+      const keepAliveAgent = () =>
+        pki
+          ? new https.Agent({ keepAlive: true, maxSockets: 1, ca: pki.caPem })
+          : new http.Agent({ keepAlive: true, maxSockets: 1 });
 
-      const serverName = (i: number) => `edge${i + 1}`;
       const stat = async (i: number) => (await lb.servers()).find((s) => s.name === serverName(i));
       const describeServers = async () =>
         (await lb.servers()).map((s) => `${s.name} ${s.status} (${s.sessions} sessions)`).join(", ");
@@ -451,7 +603,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
         }
       };
 
-      const edgeAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+      const edgeAgent = keepAliveAgent();
       agents.push(edgeAgent);
       const edge = await expectAnswer(edgeAgent, "setup", "POST", "/edges/https", 201, {
         body: { description: "rolling restart" },
@@ -465,7 +617,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
       const keyedEdges = new Map<string, string>(); // description (= its key) → id
       const plainEdges = new Map<string, string>(); // description → id, creates without a key
       const worker = async (w: number) => {
-        const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+        const agent = keepAliveAgent();
         agents.push(agent);
         const mine: RouteMade[] = [];
         for (let n = 0; !stopWorkers; n++) {
@@ -558,6 +710,34 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
           await requestsMore(REQUESTS_BETWEEN);
           restarts.push(`${serverName(i)}: served ${served} sessions, stopped (exit 0), UP again, serving`);
         }
+        if (pki) {
+          // ---- the certificate reload: every replica's files replaced under the load, no signal
+          phase = "the certificate reload";
+          const served = () => Promise.all(ports.map((port) => servedCertificate(port, pki.caPem)));
+          expect(await served()).toEqual(firstCerts.map((c) => c.fingerprint));
+          nextCerts.forEach((issued, i) => install(i, issued));
+          const expected = nextCerts.map((c) => c.fingerprint).join(", ");
+          let seen = "";
+          await until(
+            () => `every replica to serve its new certificate (${expected}); served: ${seen}`,
+            scaled(60_000),
+            async () => {
+              seen = (await served()).join(", ");
+              return seen === expected ? true : undefined;
+            },
+          );
+          phase = "after the certificate reload";
+          await requestsMore(REQUESTS_BETWEEN);
+          // Each loaded its files itself, once; HAProxy's checks (new handshakes, each second)
+          // verify the new certificates, so every replica is still UP.
+          for (const [i, r] of replicas.entries()) {
+            expect({ replica: serverName(i), reloads: r.stderr().match(/TLS: reloaded \(.*/g) }).toEqual({
+              replica: serverName(i),
+              reloads: [expect.stringMatching(/^TLS: reloaded \(a file changed\): new connections get /)],
+            });
+          }
+          expect(await describeServers()).not.toMatch(/DOWN|MAINT/);
+        }
       } finally {
         stopWorkers = true;
         await Promise.all(workers);
@@ -602,9 +782,11 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
       const retried = logged.filter((l) => l.retries > 0);
       const whileDown = ports.map((_, i) => sentIn.get(`the restart of ${serverName(i)}`) ?? 0);
       const figures = {
+        config: overTls ? "deploy/haproxy-tls.cfg" : "deploy/haproxy.cfg",
         timeScale: TIME_SCALE,
         requests: counts.requests,
         sentWhileEachReplicaWasDown: whileDown,
+        ...(overTls && { sentDuringTheCertificateReload: sentIn.get("the certificate reload") ?? 0 }),
         byKind: counts.byKind,
         onReusedConnections: counts.reused,
         restarts: restarts.length,
@@ -619,7 +801,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
         edgeRows: edgeRows.length,
       };
       console.log(
-        `rolling restart through HAProxy: ${JSON.stringify(figures, null, 1)}\n${restarts.join("\n")}`,
+        `rolling restart through HAProxy${overTls ? " over TLS" : ""}: ${JSON.stringify(figures, null, 1)}\n${restarts.join("\n")}`,
       );
 
       expect({ failures, lost, notDeleted, unexpected, madeTwice, edgesLost }).toEqual({
@@ -635,6 +817,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg), replicas on PostgreSQL
       expect(restarts).toHaveLength(REPLICAS);
       expect(counts.reused).toBeGreaterThan(counts.requests / 2);
       expect(whileDown.filter((n) => n === 0)).toEqual([]);
+      if (overTls) expect(sentIn.get("the certificate reload") ?? 0).toBeGreaterThan(0);
       // Every live route and every edge answered is one row; nothing else was made.
       expect(rows).toHaveLength(liveIds.size);
       expect(edgeRows).toHaveLength(1 + keyedEdges.size + plainEdges.size);

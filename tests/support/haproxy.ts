@@ -1,6 +1,7 @@
 /**
- * A real HAProxy for tests, started from the configuration the docs ship (deploy/haproxy.cfg)
- * with only its addresses changed: the frontend's port, the replicas' ports, the stats socket.
+ * A real HAProxy for tests, started from a configuration the docs ship (deploy/haproxy.cfg, or
+ * deploy/haproxy-tls.cfg for TLS on both hops) with only its addresses changed: the frontend's
+ * port, the replicas' ports, the stats socket, and the TLS configuration's certificate files.
  * Debian's `haproxy` package (scripts/provision-haproxy.sh installs it). Server state is read
  * from the stats socket, as an operator reads it; the log (one line per request, on stdout) is
  * kept for the figures a test reports (retries, redispatches).
@@ -13,6 +14,43 @@ import { watch, type Watched } from "./command";
 import { scaled } from "./machine";
 
 export const HAPROXY_CONFIG = path.join(__dirname, "../../deploy/haproxy.cfg");
+export const HAPROXY_TLS_CONFIG = path.join(__dirname, "../../deploy/haproxy-tls.cfg");
+/** The certificate files deploy/haproxy-tls.cfg names, as shipped. */
+const TLS_FILES = {
+  frontendPem: "/etc/haproxy/certs/edge-api.pem",
+  replicasCa: "/etc/haproxy/edge-replicas-ca.pem",
+} as const;
+
+/** Where this machine's copies of the TLS configuration's files are. */
+export interface HaproxyTlsFiles {
+  /** The clients' certificate, its chain and its key, in one PEM file (`bind ... ssl crt`). */
+  frontendPem: string;
+  /** The CA that signs the replicas' certificates (`server ... ca-file`). */
+  replicasCa: string;
+}
+
+/** Lines of deploy/haproxy-tls.cfg that deploy/haproxy.cfg has not, each with the comment above it. */
+const TLS_ONLY = /^\s*(ssl-default-\S+|default-server ssl) /;
+
+/**
+ * A configuration from `global` on, with what may differ between the plain and the TLS files
+ * left out: the TLS-only lines (and the comments above them), the bind's address and options,
+ * the servers' addresses. The two shipped files must give the same lines: one set of health and
+ * retry rules, tested by both rolling restarts.
+ */
+export function sharedSections(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.slice(text.search(/^global$/m)).split("\n")) {
+    const bind = /^\s*bind /.test(line);
+    if (bind || TLS_ONLY.test(line)) {
+      while (out.length > 0 && /^\s*#/.test(out[out.length - 1]!)) out.pop();
+      if (bind) out.push("    bind <address>");
+      continue;
+    }
+    out.push(line.replace(/^(\s*server \S+) \S+$/, "$1 <address>"));
+  }
+  return out;
+}
 const PROVISION = path.join(__dirname, "../../scripts/provision-haproxy.sh");
 
 /** The haproxy binary, or why there is none and whether it could be installed here. */
@@ -69,12 +107,16 @@ export interface HaproxyPorts {
  * The shipped configuration with the addresses of this machine: each substitution must match
  * exactly as many places as the file has, so a reshaped file fails here rather than run unchanged.
  */
-export function localConfig(text: string, ports: HaproxyPorts, statsSocket: string): string {
+export function localConfig(
+  text: string,
+  ports: HaproxyPorts,
+  statsSocket: string,
+  tls?: HaproxyTlsFiles,
+): string {
+  const source = tls ? HAPROXY_TLS_CONFIG : HAPROXY_CONFIG;
   const lines = text.match(/^(\s*)server (\S+) \S+$/gm)?.length ?? 0;
   if (ports.servers.length > lines) {
-    throw new Error(
-      `${HAPROXY_CONFIG}: ${lines} server lines, fewer than the ${ports.servers.length} replicas`,
-    );
+    throw new Error(`${source}: ${lines} server lines, fewer than the ${ports.servers.length} replicas`);
   }
   let kept = 0;
   text = text.replace(/^(\s*)server (\S+) \S+\n/gm, (line) => (kept++ < ports.servers.length ? line : ""));
@@ -82,11 +124,12 @@ export function localConfig(text: string, ports: HaproxyPorts, statsSocket: stri
     let i = 0;
     const out = text.replace(re, () => by(i++));
     if (i !== expected) {
-      throw new Error(`${HAPROXY_CONFIG}: expected ${expected} ${what}, found ${i}: the test cannot run it`);
+      throw new Error(`${source}: expected ${expected} ${what}, found ${i}: the test cannot run it`);
     }
     text = out;
   };
-  replaceAll(/^(\s*)bind \S+$/gm, 1, () => `    bind 127.0.0.1:${ports.frontend}`, "bind line");
+  // The address only: the TLS file's bind goes on with its `ssl crt` options.
+  replaceAll(/^(\s*)bind \S+/gm, 1, () => `    bind 127.0.0.1:${ports.frontend}`, "bind line");
   replaceAll(
     /^(\s*)server (\S+) \S+$/gm,
     ports.servers.length,
@@ -94,6 +137,17 @@ export function localConfig(text: string, ports: HaproxyPorts, statsSocket: stri
     "server lines",
   );
   replaceAll(/^(\s*)stats socket \S+/gm, 1, () => `    stats socket ${statsSocket}`, "stats socket");
+  if (tls) {
+    for (const name of Object.keys(TLS_FILES) as Array<keyof HaproxyTlsFiles>) {
+      const shipped = TLS_FILES[name];
+      replaceAll(
+        new RegExp(` ${shipped.replace(/[.]/g, "\\.")}(?= |$)`, "gm"),
+        1,
+        () => ` ${tls[name]}`,
+        shipped,
+      );
+    }
+  }
   return text;
 }
 
@@ -225,29 +279,24 @@ export async function runHaproxy(
 }
 
 /**
- * HAProxy with the shipped deploy/haproxy.cfg, its addresses those of `ports`. `dir` holds the
- * configuration and the socket.
+ * HAProxy with the shipped deploy/haproxy.cfg, its addresses those of `ports`; with `tls`,
+ * deploy/haproxy-tls.cfg with those certificate files. `dir` holds the configuration and the socket.
  */
 export async function startHaproxy(
   bin: string,
   dir: string,
   ports: HaproxyPorts,
   started: Set<ChildProcess>,
+  tls?: HaproxyTlsFiles,
 ): Promise<Haproxy> {
   const socketPath = path.join(dir, "admin.sock");
-  const config = localConfig(fs.readFileSync(HAPROXY_CONFIG, "utf8"), ports, socketPath);
-  const { child, stdout, stderr, exit } = await runHaproxy(
-    bin,
-    dir,
-    HAPROXY_CONFIG,
-    config,
-    socketPath,
-    started,
-  );
+  const source = tls ? HAPROXY_TLS_CONFIG : HAPROXY_CONFIG;
+  const config = localConfig(fs.readFileSync(source, "utf8"), ports, socketPath, tls);
+  const { child, stdout, stderr, exit } = await runHaproxy(bin, dir, source, config, socketPath, started);
   const servers = () => serverStats(socketPath, "edge_replicas");
   return {
     child,
-    url: `http://127.0.0.1:${ports.frontend}`,
+    url: `${tls ? "https" : "http"}://127.0.0.1:${ports.frontend}`,
     stdout,
     stderr,
     exit,
