@@ -1,6 +1,7 @@
 // The packaged edge provider from Go: an HTTPS edge and a route with modules, on the generated
 // Go SDK. Run with the Go language host (pulumi-language-go, in the official CLI archive):
 // first-stack.sh deploys it (guide, "A first stack").
+// [snippet: go-program]
 package main
 
 import (
@@ -34,3 +35,5 @@ func main() {
 		return nil
 	})
 }
+
+// [/snippet]
