@@ -94,12 +94,11 @@ function builds() {
   }
   for (const d of opts.also ? opts.also.split(",") : []) {
     const full = path.resolve(d);
-    if (!fs.existsSync(path.join(full, "dist/service/cli/edge-service.js")))
+    if (!fs.existsSync(built.edgeServiceCli(full)))
       throw new Error(`${full} holds no built dist/ (npm run build there)`);
     out.push({ label: path.basename(full), dir: full });
   }
-  if (!fs.existsSync(path.join(ROOT, "dist/service/cli/edge-service.js")))
-    throw new Error("this tree is not built: npm run build");
+  if (!fs.existsSync(built.edgeServiceCli(ROOT))) throw new Error("this tree is not built: npm run build");
   out.push({ label: "tree", dir: ROOT });
   if (opts.tls) out.push({ label: "tree+tls", dir: ROOT, tls: serverCertificate() });
   return out;
@@ -155,7 +154,7 @@ async function serve(build, store, cluster) {
     process.execPath,
     [
       ...profile,
-      path.join(build.dir, "dist/service/cli/edge-service.js"),
+      built.edgeServiceCli(build.dir),
       "serve",
       "--port",
       String(port),

@@ -198,8 +198,19 @@ function builtRelease(release, log = () => {}) {
   return dir;
 }
 
+/**
+ * The `edge-service` command of a built tree (this one, or a release built above), as its own
+ * package.json names it: where it lives in dist/ changed when the service got a folder of its own
+ * (dist/sdk/cli up to 0.2.0, dist/service/cli after), so a tree is asked, never assumed.
+ */
+function edgeServiceCli(dir) {
+  const bin = JSON.parse(fs.readFileSync(path.join(dir, "package.json"), "utf8")).bin["edge-service"];
+  return path.join(dir, bin);
+}
+
 module.exports = {
   ROOT,
+  edgeServiceCli,
   releases,
   currentVersion,
   releaseNamed,

@@ -41,3 +41,6 @@ export const assertCommit: (release: Release) => void = built.assertCommit;
  * (they take minutes when the cache is cold).
  */
 export const builtRelease: (release: Release, log?: (m: string) => void) => string = built.builtRelease;
+
+/** The `edge-service` command of a built tree, as its package.json names it. */
+export const edgeServiceCli: (dir: string) => string = built.edgeServiceCli;

@@ -44,7 +44,7 @@ import { LIFECYCLE_ROUTE } from "../engine/support/harness";
 import { pulumiCli } from "../packaged/support/plugin";
 import { freePort, type PgCluster, startCluster } from "../support/postgres";
 import type { Workspace } from "../support/workspace";
-import { builtRelease, currentVersion, previousRelease, ROOT, type Release } from "./release";
+import { builtRelease, currentVersion, edgeServiceCli, previousRelease, ROOT, type Release } from "./release";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 
@@ -91,7 +91,7 @@ interface Service {
 const services = new Set<ChildProcess>();
 
 async function serve(tree: string, port: number, store: string[]): Promise<Service> {
-  const cli = path.join(tree, "dist/service/cli/edge-service.js");
+  const cli = edgeServiceCli(tree);
   const child = spawn(
     process.execPath,
     [cli, "serve", "--host", "127.0.0.1", "--port", String(port), ...store],
