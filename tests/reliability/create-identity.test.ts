@@ -5,8 +5,8 @@
  * | case | must |
  * |---|---|
  * | `main: src/`, two checkouts, relative `backend.url`, one settings file | B makes its own objects; B's destroy leaves A's |
- * | two `pulumi login`s under two `PULUMI_CREDENTIALS_PATH` | the same |
- * | two backends (PULUMI_BACKEND_URL) sharing the settings file, or `--config-file` | the same |
+ * | two `pulumi login`s under two `PULUMI_CREDENTIALS_PATH` (dynamic face) | the same |
+ * | two backends (PULUMI_BACKEND_URL) sharing the settings file, or `--config-file` (dynamic face) | the same |
  * | a copy of the state on another backend (`stack export`/`stack import`), both kept | the copy takes a new anchor, said once; it makes its own objects or fails clearly; the original untouched |
  * | lost create, retry under another host name, same backend | recovered, nothing twice |
  * | lost create, retry with the backend spelled differently | recovered |
@@ -236,68 +236,73 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     expect(await onService()).toEqual([]);
   });
 
-  test("two `pulumi login`s under two PULUMI_CREDENTIALS_PATH: B makes its own objects", async () => {
-    const a = await checkout(face, `${face}-login`);
-    // One checkout, one settings file; each login is a credentials folder naming its backend.
-    const login = async (name: string) => {
-      const creds = join(a.root, "..", `creds-${name}`);
-      const state = join(a.root, "..", `state-${name}`);
-      mkdirSync(state);
-      const env = { PULUMI_BACKEND_URL: "", PULUMI_CREDENTIALS_PATH: creds };
-      ok(await a.run(["login", `file://${state}`], { env, stackName: "" }));
-      return { env, state };
-    };
-    const [one, two] = [await login("one"), await login("two")];
-    ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: one.env }));
-    ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: two.env }));
-    ok(await a.run(up, { env: one.env }));
-    const upB = ok(await a.run(up, { env: two.env }));
-    expect(upB.output).not.toMatch(TAKEN);
-    const idsOf = async (l: typeof one) =>
-      (await stateOf({ name: "test", workspace: { workDir: a.root } }, l.state)).resources
-        .map((r) => r.id.split("/").pop()!)
-        .sort();
-    const [idsA, idsB] = [await idsOf(one), await idsOf(two)];
-    expect(idsA).toHaveLength(4);
-    expect(idsB).toHaveLength(4);
-    expect(idsB.filter((id) => idsA.includes(id))).toEqual([]);
-    ok(await a.run(destroy, { env: two.env }));
-    expect(await onService()).toEqual(idsA);
-    ok(await a.run(destroy, { env: one.env }));
-  });
-
-  test.each(["the committed settings file", "--config-file"])(
-    "two backends sharing %s: B takes none of A's objects",
-    async (how) => {
-      const viaFile = how === "--config-file";
-      const a = await checkout(face, `${face}-backend-${viaFile ? "cfg" : "settings"}`);
-      const settings = join(a.root, "Pulumi.test.yaml");
-      const configFile = join(a.root, "edge-stack.yaml");
-      const withConfig = viaFile ? ["--config-file", configFile] : [];
-      if (viaFile) renameSync(settings, configFile);
-      ok(await a.run([...up, ...withConfig]));
-      const idsA = await a.ids();
-      expect(idsA).toHaveLength(4);
-      // Stack B: the same checkout, project, stack name and settings, on another backend.
-      const otherState = mkdtempSync(join(tmpdir(), "edge-identity-b-"));
-      cleanups.push(() => rmSync(otherState, { recursive: true, force: true }));
-      const runB = (args: string[]) => runPulumi(args, { cwd: a.root, stateDir: otherState });
-      ok(await runB(["stack", "init", "--secrets-provider", "passphrase"]));
-      if (viaFile) rmSync(settings, { force: true }); // init wrote one; B uses --config-file
-      const upB = ok(await runB([...up, ...withConfig]));
+  // Where the state lives is resolved once, in the brain, from the environment each face's
+  // process gets alike: these two cases (logins, shared settings) run on the dynamic face alone.
+  // The checkout-relative case above runs on both: each face's process has its own directory.
+  if (face === "dynamic") {
+    test("two `pulumi login`s under two PULUMI_CREDENTIALS_PATH: B makes its own objects", async () => {
+      const a = await checkout(face, `${face}-login`);
+      // One checkout, one settings file; each login is a credentials folder naming its backend.
+      const login = async (name: string) => {
+        const creds = join(a.root, "..", `creds-${name}`);
+        const state = join(a.root, "..", `state-${name}`);
+        mkdirSync(state);
+        const env = { PULUMI_BACKEND_URL: "", PULUMI_CREDENTIALS_PATH: creds };
+        ok(await a.run(["login", `file://${state}`], { env, stackName: "" }));
+        return { env, state };
+      };
+      const [one, two] = [await login("one"), await login("two")];
+      ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: one.env }));
+      ok(await a.run(["stack", "init", "--secrets-provider", "passphrase"], { env: two.env }));
+      ok(await a.run(up, { env: one.env }));
+      const upB = ok(await a.run(up, { env: two.env }));
       expect(upB.output).not.toMatch(TAKEN);
-      const idsB = (
-        await stateOf({ name: "test", workspace: { workDir: a.root } }, otherState)
-      ).resources.map((r) => r.id.split("/").pop()!);
+      const idsOf = async (l: typeof one) =>
+        (await stateOf({ name: "test", workspace: { workDir: a.root } }, l.state)).resources
+          .map((r) => r.id.split("/").pop()!)
+          .sort();
+      const [idsA, idsB] = [await idsOf(one), await idsOf(two)];
+      expect(idsA).toHaveLength(4);
       expect(idsB).toHaveLength(4);
       expect(idsB.filter((id) => idsA.includes(id))).toEqual([]);
-      ok(await runB([...destroy, ...withConfig]));
+      ok(await a.run(destroy, { env: two.env }));
       expect(await onService()).toEqual(idsA);
-      ok(await a.run(["preview", "--refresh", "--expect-no-changes", ...withConfig]));
-      ok(await a.run([...destroy, ...withConfig]));
-      expect(await onService()).toEqual([]);
-    },
-  );
+      ok(await a.run(destroy, { env: one.env }));
+    });
+
+    test.each(["the committed settings file", "--config-file"])(
+      "two backends sharing %s: B takes none of A's objects",
+      async (how) => {
+        const viaFile = how === "--config-file";
+        const a = await checkout(face, `${face}-backend-${viaFile ? "cfg" : "settings"}`);
+        const settings = join(a.root, "Pulumi.test.yaml");
+        const configFile = join(a.root, "edge-stack.yaml");
+        const withConfig = viaFile ? ["--config-file", configFile] : [];
+        if (viaFile) renameSync(settings, configFile);
+        ok(await a.run([...up, ...withConfig]));
+        const idsA = await a.ids();
+        expect(idsA).toHaveLength(4);
+        // Stack B: the same checkout, project, stack name and settings, on another backend.
+        const otherState = mkdtempSync(join(tmpdir(), "edge-identity-b-"));
+        cleanups.push(() => rmSync(otherState, { recursive: true, force: true }));
+        const runB = (args: string[]) => runPulumi(args, { cwd: a.root, stateDir: otherState });
+        ok(await runB(["stack", "init", "--secrets-provider", "passphrase"]));
+        if (viaFile) rmSync(settings, { force: true }); // init wrote one; B uses --config-file
+        const upB = ok(await runB([...up, ...withConfig]));
+        expect(upB.output).not.toMatch(TAKEN);
+        const idsB = (
+          await stateOf({ name: "test", workspace: { workDir: a.root } }, otherState)
+        ).resources.map((r) => r.id.split("/").pop()!);
+        expect(idsB).toHaveLength(4);
+        expect(idsB.filter((id) => idsA.includes(id))).toEqual([]);
+        ok(await runB([...destroy, ...withConfig]));
+        expect(await onService()).toEqual(idsA);
+        ok(await a.run(["preview", "--refresh", "--expect-no-changes", ...withConfig]));
+        ok(await a.run([...destroy, ...withConfig]));
+        expect(await onService()).toEqual([]);
+      },
+    );
+  }
 
   test("a copy of the state on another backend, both kept: the copy's new objects are its own", async () => {
     const a = await checkout(face, `${face}-copy`);
