@@ -1,6 +1,7 @@
 /**
  * The API's behaviour, independent of HTTP: validation against the contract, the rules of
- * gaps.md, each mutation in one transaction, rendering of stored rows into response shapes.
+ * docs/decisions.md, each mutation in one transaction, rendering of stored rows into response
+ * shapes.
  */
 import type { z } from "zod";
 import {
@@ -131,7 +132,7 @@ const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge"
 
 /**
  * Parses a request body with its contract schema; identifiers of the path that the body repeats
- * (gaps.md "Compatibility") must equal the path's.
+ * (docs/decisions.md#compatibility) must equal the path's.
  */
 function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}): z.output<S> {
   const result = schema.safeParse(body);

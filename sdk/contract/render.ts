@@ -1,10 +1,10 @@
 /**
  * A module's request shape (what a route stores) rendered as its response shape, and the inverse:
- * edge-api.md's "Mapping of request to response" (backend_id → backend Ref, ip_policy_ids →
- * ip_policies Refs), gaps.md's total responses (an unset num_buckets reads back as 0) and the
- * SAML fields the service computes. The service renders with it; the provider reads responses
- * back with its inverse. Stated side by side, so the two cannot drift (a round-trip property test
- * holds them to it).
+ * the contract's mapping of request to response (backend_id → backend Ref, ip_policy_ids →
+ * ip_policies Refs), total responses (an unset num_buckets reads back as 0:
+ * docs/decisions.md#shapes) and the SAML fields the service computes. The service renders with it;
+ * the provider reads responses back with its inverse. Stated side by side, so the two cannot drift
+ * (a round-trip property test holds them to it).
  */
 import {
   type ModuleRequest,

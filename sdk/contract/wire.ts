@@ -1,6 +1,6 @@
 /**
  * What the service accepts on the wire beyond the canonical shapes, so that the real API's
- * published clients work (gaps.md "Compatibility with the real API's published clients"):
+ * published clients work (docs/decisions.md#compatibility):
  * identifiers of the path repeated in a body, the wrapped module form, the empty module body,
  * and the query parameters each operation takes (any other → 400).
  */

@@ -177,7 +177,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
 
   // Every operation of the table, as the service says it answers it (its handlers), in one loop.
   for (const h of operationHandlers(service)) routes.serve(h.op, (call) => h.answer(call));
-  // The API describes itself (gaps.md), generated from the same table; rendered once.
+  // The API describes itself (docs/decisions.md#compatibility), generated from the same table;
+  // rendered once.
   let openApi: unknown;
   routes.serve(OPERATIONS.meta.openapi, () => (openApi ??= buildOpenApi()));
   serveProbes(routes, metrics, opts.readyDetail);
