@@ -27,7 +27,7 @@ import { engineFailures } from "../model/failures";
 import { SECRET_LEAVES } from "../model";
 import { writtenInputs } from "../model/written";
 import type { PropertyChange } from "../plan/detail";
-import { conceal, concealLeaves, isSecret, keepSecretsOf, reveal } from "../engine/secrets";
+import { conceal, concealLeaves, isSecretWrapper, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE, PROVIDER_CONFIG } from "./schema";
 
 const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
@@ -208,7 +208,7 @@ export class EdgeProvider implements provider.Provider {
     const { inputs, failures } = handler.check(reveal(news), reveal(olds));
     return Promise.resolve({
       inputs: this.concealed(kind, inputs, news),
-      failures: engineFailures(failures, news, { isSecret, leaves: SECRET_LEAVES[kind] }),
+      failures: engineFailures(failures, news, { isSecretWrapper, leaves: SECRET_LEAVES[kind] }),
     });
   }
 
