@@ -40,7 +40,7 @@ export function stateOf(exported: Deployment): { resources: StateResource[]; pen
 }
 
 const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
-const KIND_OF = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
+const KIND_OF: ReadonlyMap<string, ResourceKind> = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
 
 /** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
 export function classify(r: StateResource): ResourceKind | "skip" | "foreign" {

@@ -30,7 +30,9 @@ import type { PropertyChange } from "../plan/detail";
 import { conceal, concealLeaves, isSecretWrapper, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE, PROVIDER_CONFIG } from "./schema";
 
-const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
+const KINDS: ReadonlyMap<string, ResourceKind> = new Map(
+  RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]),
+);
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
 interface KindHandler {
   check(news: unknown, olds: unknown): Checked<unknown>;
@@ -71,7 +73,9 @@ function handlerOf<K extends ResourceKind>(kind: K): KindHandler {
     delete: (client, id, stored, ctx) => life.delete(client, id, stored, ctx),
   };
 }
-const HANDLERS = new Map(RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]));
+const HANDLERS: ReadonlyMap<ResourceKind, KindHandler> = new Map(
+  RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]),
+);
 
 /** `urn:pulumi:<stack>::<project>::<parent types $>edge:index:HttpsEdgeRoute::<name>` → its kind. */
 function kindOf(urn: string): ResourceKind {

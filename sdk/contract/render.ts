@@ -45,7 +45,7 @@ export const ipPolicyMapping: Mapping<"ip_restriction"> = {
   request: (r) => ({ enabled: r.enabled, ip_policy_ids: r.ip_policies.map((p) => p.id) }),
 };
 
-const SAML_COMPUTED = new Set(Object.keys(samlComputedSchema.shape));
+const SAML_COMPUTED: ReadonlySet<string> = new Set(Object.keys(samlComputedSchema.shape));
 
 export const MODULE_MAPPINGS: { [M in RouteModuleName]: Mapping<M> } = {
   backend: {

@@ -87,7 +87,9 @@ export function unwrapModule<T>(body: T | { module: T; edge_id?: string; id?: st
 export function acceptsEmptyBody(module: RouteModuleName): boolean {
   return EMPTY_OK.has(module);
 }
-const EMPTY_OK = new Set(ROUTE_MODULE_NAMES.filter((m) => ROUTE_MODULES[m].request.safeParse({}).success));
+const EMPTY_OK: ReadonlySet<string> = new Set(
+  ROUTE_MODULE_NAMES.filter((m) => ROUTE_MODULES[m].request.safeParse({}).success),
+);
 
 const LIMIT_TEXT = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
 /**

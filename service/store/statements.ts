@@ -382,7 +382,7 @@ export const SQL = {
 } as const;
 
 /** The columns of text a client chooses, stored as BYTEA on PostgreSQL (see `bytes`), by table. */
-const CLIENT_TEXT = new Map<DataTable, readonly string[]>([
+const CLIENT_TEXT: ReadonlyMap<DataTable, readonly string[]> = new Map([
   ["edges", ["description", "metadata"]],
   ["routes", ["match", "description", "metadata"]],
 ]);

@@ -13,7 +13,7 @@ import type { Conn } from "./store-driver";
 /** A value as node-postgres binds it (a BYTEA column's as a Buffer). */
 export type Value = string | number | Buffer | null;
 
-const UNAVAILABLE_CODES = new Set([
+const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now
