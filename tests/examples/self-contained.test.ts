@@ -76,7 +76,7 @@ test("the checks notice an outside name and a dead citation", () => {
     `x.ts:2: ${OUTSIDE[0]}`,
     `x.ts:3: ${OUTSIDE[2]}`,
   ]);
-  expect(deadCitations("y.ts", "docs/decisions.md#wire docs/decisions.md#nope", new Set(["wire"]))).toEqual([
+  expect(deadCitations("y.ts", `${DECISIONS}#wire ${DECISIONS}#${"nope"}`, new Set(["wire"]))).toEqual([
     "y.ts:1: #nope",
   ]);
 });
