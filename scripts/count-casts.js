@@ -3,7 +3,7 @@
 // not .d.ts):
 // `as` assertions (`x as T` and `<T>x`, but not `as const`) and non-null assertions (`x!`), with
 // the compiler's parser, so a cast in a string or a comment is not one. Each cast is a place where
-// the types do not flow and the reader takes the author's word for it; issue 37 keeps their number
+// the types do not flow and the reader takes the author's word for it; their number is kept
 // under a budget (tests/provider/cast-budget.test.ts).
 //   node scripts/count-casts.js          totals, then the files with casts, most first
 //   node scripts/count-casts.js --json   { as, nonNull, files: { "<path>": { as, nonNull } } }

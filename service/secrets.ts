@@ -245,7 +245,7 @@ export class Secrets {
   /**
    * Why a server with this ring cannot serve a store whose meta names `current` as the key new
    * values are sealed under and `inUse` (comma-separated) as the keys stored values are under,
-   * or undefined when it holds them all: readiness says so (finding 7 of issue 35), since every
+   * or undefined when it holds them all: readiness says so, since every
    * request that seals or opens a secret would answer 503 (MissingSecretsKey).
    */
   whyCannotServe(current: string | undefined, inUse: string | undefined): string | undefined {

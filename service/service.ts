@@ -1,6 +1,7 @@
 /**
  * The API's behaviour, independent of HTTP: validation against the contract, the rules of
- * gaps.md, each mutation in one transaction, rendering of stored rows into response shapes.
+ * docs/decisions.md, each mutation in one transaction, rendering of stored rows into response
+ * shapes.
  */
 import type { z } from "zod";
 import {
@@ -44,6 +45,8 @@ import {
   ROUTE_SECRET_PATHS,
   redactedSecretProblems,
   redactSecrets,
+  camel,
+  queryString,
 } from "../sdk/contract";
 import { type AuditActor, type AuditRecord, auditRecord, diffChanges } from "./audit";
 import { ApiError } from "./errors";
@@ -127,11 +130,36 @@ const routeChanges = (before?: RouteImaged, after?: RouteImaged) =>
 const routeWriteEnd = (written: Pick<RouteRow, "modules">): WriteEnd => ({
   last: written.modules.saml === undefined,
 });
+/**
+ * A list's links: `uri` is the list as asked (its filters, not its page) and `next_page_uri` the
+ * page after `last` (undefined on the last page), both spelled by `queryString` from the
+ * operation's own query schema, so a filter added to the table is carried from page to page.
+ */
+function pageLinks(
+  op: Pick<Operation, "query">,
+  base: string,
+  query: Record<string, unknown>,
+  page: { limit: number; last: string | undefined },
+): { uri: string; next_page_uri: string | null } {
+  const asked = Object.fromEntries(
+    Object.entries(query)
+      .filter(([k]) => k !== "limit" && k !== "before_id")
+      .map(([k, v]) => [camel(k), v]),
+  );
+  return {
+    uri: base + queryString(op, asked),
+    next_page_uri:
+      page.last === undefined
+        ? null
+        : base + queryString(op, { ...asked, limit: page.limit, beforeId: page.last }),
+  };
+}
+
 const EDGE_AUDIT_KIND: Record<EdgeKind, AuditObjectKind> = { https: "https_edge", tls: "tls_edge" };
 
 /**
  * Parses a request body with its contract schema; identifiers of the path that the body repeats
- * (gaps.md "Compatibility") must equal the path's.
+ * (docs/decisions.md#compatibility) must equal the path's.
  */
 function parse<S extends z.ZodType>(schema: S, body: unknown, path: PathIds = {}): z.output<S> {
   const result = schema.safeParse(body);
@@ -232,19 +260,11 @@ export class EdgeService {
         beforeSeq,
       });
       const page = events.slice(0, limit);
-      const filters = new URLSearchParams();
-      if (q.object_id !== undefined) filters.set("object_id", q.object_id);
-      if (q.since !== undefined) filters.set("since", q.since);
-      if (q.key !== undefined) filters.set("key", q.key);
-      const uri = `${ctx.baseUrl}/audit_events${filters.size > 0 ? `?${filters.toString()}` : ""}`;
-      let next: string | null = null;
-      const last = page.at(-1);
-      if (events.length > limit && last !== undefined) {
-        filters.set("limit", String(limit));
-        filters.set("before_id", last.id);
-        next = `${ctx.baseUrl}/audit_events?${filters.toString()}`;
-      }
-      return { audit_events: page, uri, next_page_uri: next };
+      const links = pageLinks(OPERATIONS.audit.list, `${ctx.baseUrl}/audit_events`, q, {
+        limit,
+        last: events.length > limit ? page.at(-1)?.id : undefined,
+      });
+      return { audit_events: page, ...links };
     });
   }
 
@@ -313,12 +333,13 @@ export class EdgeService {
       const rows = await tx.listEdges(kind, limit + 1, beforeSeq);
       const items: Array<HttpsEdge | TlsEdge> = [];
       for (const r of rows.slice(0, limit)) items.push(await this.renderEdge(tx, r, ctx));
-      const uri = `${ctx.baseUrl}/edges/${kind}`;
-      const last = items.at(-1);
-      const next = rows.length > limit && last ? `${uri}?limit=${limit}&before_id=${last.id}` : null;
+      const links = pageLinks(OPERATIONS[kind].list, `${ctx.baseUrl}/edges/${kind}`, q, {
+        limit,
+        last: rows.length > limit ? items.at(-1)?.id : undefined,
+      });
       return kind === "https"
-        ? { https_edges: items as HttpsEdge[], uri, next_page_uri: next }
-        : { tls_edges: items as TlsEdge[], uri, next_page_uri: next };
+        ? { https_edges: items as HttpsEdge[], ...links }
+        : { tls_edges: items as TlsEdge[], ...links };
     });
   }
 
@@ -384,17 +405,18 @@ export class EdgeService {
     );
   }
 
-  /** The whole query of the operation (its table entry's schema), so a filter added there reaches here. */
+  /** The whole query of the operation (its table entry's schema): a filter added there is in `q`, and in its links. */
   listRoutes(edgeId: string, q: RoutesQuery, ctx: RequestContext): Promise<RouteList> {
     return this.store.read(async (tx) => {
       const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getRoute(edgeId, id))?.seq);
       await this.requireEdge(tx, "https", edgeId);
       const rows = await tx.listRoutes(edgeId, limit + 1, beforeSeq);
       const routes = await this.renderRoutes(tx, rows.slice(0, limit), ctx);
-      const uri = `${ctx.baseUrl}/edges/https/${edgeId}/routes`;
-      const last = routes.at(-1);
-      const next = rows.length > limit && last ? `${uri}?limit=${limit}&before_id=${last.id}` : null;
-      return { routes, uri, next_page_uri: next };
+      const links = pageLinks(OPERATIONS.routes.list, `${ctx.baseUrl}/edges/https/${edgeId}/routes`, q, {
+        limit,
+        last: rows.length > limit ? routes.at(-1)?.id : undefined,
+      });
+      return { routes, ...links };
     });
   }
 

@@ -155,7 +155,7 @@ async function drift(argv: string[]): Promise<number> {
   }
 
   const progress = (line: string) => process.stderr.write(`drift: ${line}\n`);
-  const engine: Engine = { command: await pulumiOnPath(), env: pulumiEnv(), progress };
+  const engine: Engine = { command: await pulumiOnPath(), env: pulumiEnv(), progress, selecting: new Map() };
   const { targets, failures } = await resolveTargets(selection, engine);
   progress(`${targets.length} stack${targets.length === 1 ? "" : "s"} to check, ${parallel} at a time`);
   const reads = stackReads(engine);

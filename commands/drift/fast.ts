@@ -14,6 +14,7 @@
  * what the service held then, not what was deployed, so only the program can tell drift there.
  */
 import type { EdgeClient } from "../../sdk/client";
+import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
 import { edgeClient } from "../../provider/config";
 import { concealLeaves, fromExported, keepSecretsOf } from "../../provider/engine/secrets";
 import { type Found, LIFECYCLES, type Location, type ResourceKind } from "../../provider/lifecycle";
@@ -21,10 +22,18 @@ import { LAST_WRITE_KEY } from "../../provider/lifecycle/attribution";
 import { readOrGone } from "../../provider/lifecycle/errors";
 import { checkedInputs } from "../../provider/lifecycle/types";
 import { SECRET_LEAVES } from "../../provider/model";
-import { isProps } from "../../provider/model/check";
-import { attributionOf, changedFields, type DriftedResource } from "./report";
+import type { AuthorLine, UnattributedLine } from "../../provider/lifecycle/authorship";
+import {
+  type Author,
+  authorOf,
+  changedFields,
+  type DriftedResource,
+  type Unattributed,
+  unattributedOf,
+} from "./report";
 import {
   classify,
+  type HeldResource,
   heldResources,
   NoProvider,
   providerSettingsOf,
@@ -72,20 +81,21 @@ export async function judgeStackFast(
   const settings = providerSettingsOf(resources, config, engine.env, target.dir);
 
   // One GET per edge, per client: what every read of the stack finds.
-  type Job = { r: StateResource; kind: ResourceKind; client: EdgeClient; at: Location };
+  type Job = HeldResource & { client: EdgeClient };
   const jobs: Job[] = [];
   for (const held of heldResources(resources)) {
     const of = settings.of(held.r);
     if (of instanceof NoProvider) return new CannotJudge(of.reason);
     jobs.push({ ...held, client: edgeClient(of) });
   }
-  const edges = new Map<EdgeClient, Map<string, Promise<unknown>>>();
-  const fetchEdge = (client: EdgeClient, at: Location) => {
-    const mine = edges.get(client) ?? new Map<string, Promise<unknown>>();
+  const edges = new Map<EdgeClient, Map<string, Promise<Edge | undefined>>>();
+  const fetchEdge = (client: EdgeClient, at: Location): Promise<Edge | undefined> => {
+    const mine = edges.get(client) ?? new Map<string, Promise<Edge | undefined>>();
     edges.set(client, mine);
     const key = `${at.edge}/${at.edgeId}`;
     let got = mine.get(key);
     if (!got) {
+      // The client parses each answer with the contract's schema: an edge here is one.
       got =
         at.edge === "https"
           ? readOrGone(() => client.getHttpsEdge(at.edgeId))
@@ -98,44 +108,49 @@ export async function judgeStackFast(
   const drifted: DriftedResource[] = [];
   for (const job of jobs) {
     const edge = await fetchEdge(job.client, job.at);
-    drifted.push(...(await judgeResource(job.r, job.kind, job.client, foundIn(job.kind, job.at, edge))));
+    const found = edge === undefined ? undefined : FOUND_IN[job.kind](edge, job.at);
+    drifted.push(...(await judgeResource(job, found)));
   }
   return { resources: drifted };
 }
 
-/** What a kind's read would have found, from its edge's answer (undefined: gone). */
-function foundIn<K extends ResourceKind>(kind: K, at: Location, edge: unknown): Found[K] | undefined {
-  if (!isProps(edge)) return undefined;
-  if (kind === "httpsEdge" || kind === "tlsEdge") return edge as Found[K];
-  if (kind === "tlsEdgeIpRestriction") return (edge.ip_restriction ?? undefined) as Found[K] | undefined;
-  const routes = Array.isArray(edge.routes) ? edge.routes : [];
-  return routes.find((r) => isProps(r) && r.id === at.routeId) as Found[K] | undefined;
-}
+type Edge = HttpsEdge | TlsEdge;
+
+/** What each kind's read would have found, from its edge's answer (undefined: gone). */
+const FOUND_IN: { [K in ResourceKind]: (edge: Edge, at: Location) => Found[K] | undefined } = {
+  httpsEdge: (edge) => edge,
+  tlsEdge: (edge) => edge,
+  httpsEdgeRoute: (edge, at) => ("routes" in edge ? edge.routes.find((r) => r.id === at.routeId) : undefined),
+  tlsEdgeIpRestriction: (edge) => ("ip_restriction" in edge ? (edge.ip_restriction ?? undefined) : undefined),
+};
 
 /**
  * One resource, as `preview --refresh` of an unchanged program judges it: the provider's refresh
- * of the state's outputs (its warnings name the authors), then its diff against the state's
+ * of the state's outputs (its attribution names the authors), then its diff against the state's
  * inputs. Drifted: gone (the engine would create it again), or a diff with changes.
  */
 async function judgeResource<K extends ResourceKind>(
-  r: StateResource,
-  kind: K,
-  client: EdgeClient,
+  { r, id, kind, client }: { r: StateResource; id: string; kind: K; client: EdgeClient },
   found: Found[K] | undefined,
 ): Promise<DriftedResource[]> {
   const life = LIFECYCLES[kind];
-  const warnings: string[] = [];
   const name = r.urn.split("::").pop() ?? r.urn;
   const stored = revealed(r.outputs);
   const lastWrite = stored[LAST_WRITE_KEY];
+  // The authors, as values: the warnings the lifecycle also writes are for the engine's log.
+  const authors: Author[] = [];
+  const unattributed: Unattributed[] = [];
   const ctx = {
     name,
     lastWrite: typeof lastWrite === "string" ? lastWrite : undefined,
-    log: { info: () => undefined, warn: (m: string) => void warnings.push(m) },
+    log: { info: () => undefined, warn: () => undefined },
+    attribution: {
+      author: (line: AuthorLine) => void authors.push(authorOf(line)),
+      unattributed: (line: UnattributedLine) => void unattributed.push(unattributedOf(line)),
+    },
   };
-  const id = r.id!;
   const read = await life.readFound(client, id, stored, found, ctx);
-  const who = () => attributionOf(warnings, name);
+  const who = () => ({ authors, ...(unattributed.length > 0 ? { unattributed } : {}) });
   const base = { urn: r.urn, name, type: r.type };
   if (read === undefined) return [{ ...base, op: "create", fields: [], ...who() }];
   const declared = revealed(r.inputs);
@@ -144,7 +159,7 @@ async function judgeResource<K extends ResourceKind>(
   // Shown as the engine path shows them: secrets as [secret], the state's inputs against the live ones.
   const shown = (v: object) =>
     concealLeaves(keepSecretsOf({ ...v }, fromExported(r.inputs ?? {})), SECRET_LEAVES[kind]);
-  const keys = [...new Set(plan.changes.map((c) => c.path.split(/[.[]/)[0]!))];
+  const keys = [...new Set(plan.changes.map((c) => c.path.split(/[.[]/)[0] ?? c.path))];
   return [
     {
       ...base,

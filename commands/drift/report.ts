@@ -7,7 +7,7 @@
  * escapes by itself; the others show what they cannot hold as `\uXXXX` (shownLine, shownText)
  * and quote the rest as their format asks.
  */
-import { isSecret as isEngineSecret } from "../../provider/engine/secrets";
+import { isSecretWrapper } from "../../provider/engine/secrets";
 import {
   type AuthorLine,
   parseAuthorLines,
@@ -219,8 +219,11 @@ export function authorsOf<A extends { field: string }>(field: string, authors: r
 
 export const SECRET_SHOWN = "[secret]";
 
-/** A secret: the engine's wrapper (provider/engine/secrets), or a value already shown as one. */
-export const isSecret = (value: unknown): boolean => value === SECRET_SHOWN || isEngineSecret(value);
+/**
+ * Whether the report shows `value` as `[secret]`: the engine's wrapper of a secret
+ * (isSecretWrapper), or a value already shown as one.
+ */
+export const isShownAsSecret = (value: unknown): boolean => value === SECRET_SHOWN || isSecretWrapper(value);
 
 const MAX_SHOWN = 80;
 
@@ -230,7 +233,7 @@ const codePoints = (text: string, n: number) => Array.from(text).slice(0, n).joi
 /** A value as the report shows it: JSON, secrets as [secret] at any depth, long values cut. */
 export function showValue(value: unknown): string {
   const masked = (v: unknown): unknown => {
-    if (isSecret(v)) return SECRET_SHOWN;
+    if (isShownAsSecret(v)) return SECRET_SHOWN;
     if (Array.isArray(v)) return v.map(masked);
     if (typeof v === "object" && v !== null)
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, masked(x)]));
@@ -243,7 +246,7 @@ export function showValue(value: unknown): string {
 
 export type Plain = Record<string, unknown>;
 const isPlain = (v: unknown): v is Plain =>
-  typeof v === "object" && v !== null && !Array.isArray(v) && !isSecret(v);
+  typeof v === "object" && v !== null && !Array.isArray(v) && !isShownAsSecret(v);
 
 /**
  * The leaf fields that differ between the stack's and the live properties, under the top-level
@@ -304,8 +307,7 @@ export function secretFields(
 
 /** The paths under `path` where either value holds a secret (the engine's wrapper, or shown as such). */
 function secretPaths(path: string, a: unknown, b: unknown): string[] {
-  const hidden = (v: unknown) => isSecret(v) || v === SECRET_SHOWN;
-  if (hidden(a) || hidden(b)) return [path];
+  if (isShownAsSecret(a) || isShownAsSecret(b)) return [path];
   const keys = new Set([...(isPlain(a) ? Object.keys(a) : []), ...(isPlain(b) ? Object.keys(b) : [])]);
   return [...keys]
     .sort()

@@ -28,14 +28,16 @@ export interface Engine {
   env: Record<string, string>;
   /** A progress line (stderr). */
   progress: (line: string) => void;
+  /**
+   * `stack select` writes the project's workspace file: one at a time per directory. The last
+   * select begun in each directory, for the next to wait on; an empty map for a new engine.
+   */
+  selecting: Map<string, Promise<unknown>>;
 }
-
-// `stack select` writes the project's workspace file: one at a time per directory.
-const selecting = new Map<string, Promise<unknown>>();
 
 export async function selectStack(target: Target, engine: Engine): Promise<Stack> {
   const workDir = resolve(target.dir);
-  const before = selecting.get(workDir) ?? Promise.resolve();
+  const before = engine.selecting.get(workDir) ?? Promise.resolve();
   const mine = before.then(
     () =>
       LocalWorkspace.selectStack(
@@ -48,7 +50,7 @@ export async function selectStack(target: Target, engine: Engine): Promise<Stack
         { pulumiCommand: engine.command, envVars: engine.env },
       ),
   );
-  selecting.set(
+  engine.selecting.set(
     workDir,
     mine.catch(() => undefined),
   );

@@ -5,6 +5,7 @@
  */
 import { join, resolve } from "node:path";
 import type { ConfigMap, Deployment } from "@pulumi/pulumi/automation";
+import { z } from "zod";
 import { type ProviderSettings, settingsFor } from "../../provider/config";
 import { fromExported, reveal } from "../../provider/engine/secrets";
 import { STACK_ANCHOR } from "../../provider/identity";
@@ -18,29 +19,45 @@ import {
 import { isProps, type Props } from "../../provider/model/check";
 import { readPulumiFile } from "../../provider/pulumi-files";
 
-/** What `pulumi stack export` holds of a resource (the fields read here). */
-export interface StateResource {
-  urn: string;
-  type: string;
-  custom?: boolean;
-  external?: boolean;
-  id?: string;
-  provider?: string;
-  inputs?: Props;
-  outputs?: Props;
-}
+/** What `pulumi stack export` holds of a resource: the fields read here, the rest let through. */
+const stateResourceSchema = z.looseObject({
+  urn: z.string(),
+  type: z.string(),
+  custom: z.boolean().optional(),
+  external: z.boolean().optional(),
+  id: z.string().optional(),
+  provider: z.string().optional(),
+  inputs: z.record(z.string(), z.unknown()).optional(),
+  outputs: z.record(z.string(), z.unknown()).optional(),
+});
+export type StateResource = z.output<typeof stateResourceSchema>;
 
-/** A stack's resources, and whether an interrupted update left operations pending. */
+/** The parts of an exported deployment read here. */
+const deploymentSchema = z.looseObject({
+  resources: z.array(stateResourceSchema).nullish(),
+  pending_operations: z.array(z.unknown()).nullish(),
+});
+
+/**
+ * A stack's resources, and whether an interrupted update left operations pending. A state that
+ * is not what `pulumi stack export` writes is an error naming where it differs.
+ */
 export function stateOf(exported: Deployment): { resources: StateResource[]; pending: boolean } {
-  const deployment = exported.deployment as { resources?: StateResource[]; pending_operations?: unknown[] };
+  const parsed = deploymentSchema.safeParse(exported.deployment);
+  if (!parsed.success) {
+    const where = parsed.error.issues.map((i) => `${["deployment", ...i.path].join(".")}: ${i.message}`);
+    throw new Error(
+      `the stack's exported state is not a deployment this command reads (${where.join("; ")}): check it with pulumi stack export`,
+    );
+  }
   return {
-    resources: deployment.resources ?? [],
-    pending: (deployment.pending_operations ?? []).length > 0,
+    resources: parsed.data.resources ?? [],
+    pending: (parsed.data.pending_operations ?? []).length > 0,
   };
 }
 
 const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
-const KIND_OF = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
+const KIND_OF: ReadonlyMap<string, ResourceKind> = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
 
 /** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
 export function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
@@ -61,6 +78,8 @@ export const revealed = (v: Props | undefined): Props => {
 /** One of this provider's resources in a state, and where its object is on the service. */
 export interface HeldResource {
   r: StateResource;
+  /** The object's id, as the state holds it. */
+  id: string;
   kind: ResourceKind;
   at: Location;
 }
@@ -71,7 +90,7 @@ export function heldResources(resources: readonly StateResource[]): HeldResource
   for (const r of resources) {
     const kind = classify(r);
     if (kind === "skip" || kind === "foreign" || r.id === undefined) continue;
-    out.push({ r, kind, at: LIFECYCLES[kind].locate(r.id, revealed(r.outputs)) });
+    out.push({ r, id: r.id, kind, at: LIFECYCLES[kind].locate(r.id, revealed(r.outputs)) });
   }
   return out;
 }

@@ -36,7 +36,9 @@ export interface MigrationPlan {
 }
 
 const DYNAMIC_TYPE = /^pulumi-nodejs:dynamic\/edge:(\w+)$/;
-const KIND_OF_NAME = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
+const KIND_OF_NAME: ReadonlyMap<string, ResourceKind> = new Map(
+  RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]),
+);
 
 /** The packaged import id of a dynamic resource: a route's says its edge too. */
 function importId(kind: ResourceKind, r: ExportedResource): string {

@@ -10,7 +10,7 @@ import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { withLastWrite } from "../engine/call";
 import type { ProviderProcess } from "../engine/process";
 import { ANCHOR_KEY, isAnchor } from "../identity";
-import { concealLeaves, isSecret } from "../engine/secrets";
+import { concealLeaves, isSecretWrapper } from "../engine/secrets";
 import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
 import { checkedInputs } from "../lifecycle/types";
 import { SECRET_LEAVES } from "../model";
@@ -90,7 +90,7 @@ export function dynamicProvider<K extends ResourceKind>(
       const { inputs, failures } = life.check(program, olds);
       return {
         inputs: Object.assign(concealed(inputs), face),
-        failures: engineFailures(failures, program, { isSecret, leaves }),
+        failures: engineFailures(failures, program, { isSecretWrapper, leaves }),
       };
     },
     async diff(id, olds, news) {

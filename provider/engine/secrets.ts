@@ -13,12 +13,14 @@ import { type LeafPath, mapLeaves } from "../model/leaves";
 const SIG_KEY = "4dabf18193072939515e22adb298388d";
 const SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270";
 
-export const isSecret = (v: unknown): v is { value: unknown } => isProps(v) && v[SIG_KEY] === SECRET_SIG;
+/** Whether `v` is the engine's wrapper of a secret value (what the program marked secret). */
+export const isSecretWrapper = (v: unknown): v is { value: unknown } =>
+  isProps(v) && v[SIG_KEY] === SECRET_SIG;
 export const secret = (value: unknown): Props => ({ [SIG_KEY]: SECRET_SIG, value });
 
 /** The value with every secret wrapper removed, at any depth. */
 export function reveal(value: unknown): unknown {
-  if (isSecret(value)) return reveal(value.value);
+  if (isSecretWrapper(value)) return reveal(value.value);
   if (Array.isArray(value)) return value.map(reveal);
   if (isProps(value)) return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, reveal(v)]));
   return value;
@@ -37,8 +39,8 @@ export function fromExported(value: unknown): unknown {
   return value;
 }
 
-const wrapped = (v: unknown): unknown => (isSecret(v) ? v : secret(v));
-const walkable = (v: unknown): v is Props => isProps(v) && !isSecret(v);
+const wrapped = (v: unknown): unknown => (isSecretWrapper(v) ? v : secret(v));
+const walkable = (v: unknown): v is Props => isProps(v) && !isSecretWrapper(v);
 
 /** `props` with the named top-level properties wrapped as secrets (absent ones stay absent). */
 export function conceal<T extends object>(props: T, keys: Iterable<string>): Props {
@@ -69,4 +71,5 @@ export function keepSecretsOf(outs: Props, given: unknown): Props {
 }
 
 const holdsSecret = (v: unknown): boolean =>
-  isSecret(v) || (Array.isArray(v) ? v.some(holdsSecret) : isProps(v) && Object.values(v).some(holdsSecret));
+  isSecretWrapper(v) ||
+  (Array.isArray(v) ? v.some(holdsSecret) : isProps(v) && Object.values(v).some(holdsSecret));

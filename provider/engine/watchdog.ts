@@ -10,11 +10,8 @@ const CHECK_EVERY_MS = 2_000;
 /** Consecutive unreachable checks before exiting (one may meet a busy engine). */
 const MISSES = 2;
 
-let watching = false;
-
+/** Called once, where the process starts and learns its engine's address. */
 export function exitWhenEngineGone(address: string, exit: () => void = () => process.exit(0)): void {
-  if (watching) return;
-  watching = true;
   const g = grpc();
   const client = new g.Client(address, g.credentials.createInsecure());
   let misses = 0;

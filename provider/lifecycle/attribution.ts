@@ -188,11 +188,17 @@ export async function attributeDrift(
         : "changed";
     const line = { label: what.label, name: nameOf(ctx, what.id), field: camelPath(path), verb };
     if (trail.unreached !== undefined) {
-      lines.push(formatUnattributedLine({ ...line, since: trail.unreached }));
+      const unattributed = { ...line, since: trail.unreached };
+      ctx.attribution?.unattributed(unattributed);
+      lines.push(formatUnattributedLine(unattributed));
       continue;
     }
     const event = authorOf(trail.events, path, now);
-    if (event) lines.push(formatAuthorLine({ ...line, ...byWhom(event) }));
+    if (event) {
+      const author = { ...line, ...byWhom(event) };
+      ctx.attribution?.author(author);
+      lines.push(formatAuthorLine(author));
+    }
   }
   if (lines.length > 0) ctx.log.warn(lines.join("\n"));
 }
@@ -222,11 +228,13 @@ export async function attributeDeletion(
   const line = { label: what.label, name: nameOf(ctx, what.id), verb: "deleted" as const };
   const event = own ?? parent;
   if (event) {
-    ctx.log.warn(
-      formatAuthorLine({ ...line, ...(own ? {} : { withEdge: what.parentId }), ...byWhom(event) }),
-    );
+    const author = { ...line, ...(own ? {} : { withEdge: what.parentId }), ...byWhom(event) };
+    ctx.attribution?.author(author);
+    ctx.log.warn(formatAuthorLine(author));
   } else if (trail?.unreached !== undefined) {
-    ctx.log.warn(formatUnattributedLine({ ...line, since: trail.unreached }));
+    const unattributed = { ...line, since: trail.unreached };
+    ctx.attribution?.unattributed(unattributed);
+    ctx.log.warn(formatUnattributedLine(unattributed));
   }
 }
 

@@ -7,6 +7,7 @@
 import type { EdgeClient } from "../../sdk/client";
 import type { Checked } from "../model/check";
 import type { Plan } from "../plan/types";
+import type { AuthorLine, UnattributedLine } from "./authorship";
 
 export interface Created<O> {
   id: string;
@@ -43,6 +44,17 @@ export interface OperationContext {
    * (LAST_WRITE_KEY of ./attribution): where the audit trail that a refresh reads starts.
    */
   lastWrite?: string;
+  /**
+   * Read only: each authorship line a refresh warns, also handed over as a value, so a caller in
+   * this process (the drift command's fast path) has the authors without parsing its own text.
+   */
+  attribution?: AttributionSink;
+}
+
+/** Who made a drift, as a read's attribution finds it: an author, or why none is provable. */
+export interface AttributionSink {
+  author(line: AuthorLine): void;
+  unattributed(line: UnattributedLine): void;
 }
 
 export interface Read<I, O> {

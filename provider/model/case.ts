@@ -4,7 +4,7 @@
  */
 
 /** Wire paths whose object keys are data (header names), never converted. */
-const VERBATIM_MAPS = new Set(["request_headers.add", "response_headers.add"]);
+const VERBATIM_MAPS: ReadonlySet<string> = new Set(["request_headers.add", "response_headers.add"]);
 
 export const toSnake = (key: string): string => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 /** Engine-reserved names (`__provider`) are kept as they are. */

@@ -13,7 +13,7 @@ import { type LeafPath, leafRelation, mapLeaves } from "./leaves";
 /** How a face tells what is secret in the inputs it was given. */
 export interface SecretsSeen {
   /** A value the program marked secret, as the face receives it (never one for the dynamic face). */
-  isSecret: (v: unknown) => boolean;
+  isSecretWrapper: (v: unknown) => boolean;
   /** The resource's secret leaves: secret whatever the program marked. */
   leaves: readonly LeafPath[];
 }
@@ -41,12 +41,12 @@ function shown(news: unknown, path: (string | number)[], seen: SecretsSeen): str
   if (relation.secret) return HIDDEN;
   let v = news;
   for (const seg of path) {
-    if (seen.isSecret(v)) return HIDDEN;
+    if (seen.isSecretWrapper(v)) return HIDDEN;
     if (Array.isArray(v) && typeof seg === "number") v = v[seg];
     else if (isProps(v) && typeof seg === "string") v = v[seg];
     else return undefined;
   }
-  if (seen.isSecret(v)) return HIDDEN;
+  if (seen.isSecretWrapper(v)) return HIDDEN;
   if (v === undefined) return undefined;
   const value = isProps(v) ? mapLeaves(v, relation.below, () => HIDDEN) : v;
   const text = printed(value, seen) ?? typeof v;
@@ -60,7 +60,7 @@ function shown(news: unknown, path: (string | number)[], seen: SecretsSeen): str
 function printed(value: unknown, seen: SecretsSeen): string | undefined {
   try {
     return JSON.stringify(value, (_k, x: unknown) =>
-      seen.isSecret(x) ? HIDDEN : typeof x === "bigint" ? `${x}n` : x,
+      seen.isSecretWrapper(x) ? HIDDEN : typeof x === "bigint" ? `${x}n` : x,
     );
   } catch {
     return undefined;
@@ -74,9 +74,9 @@ function printed(value: unknown, seen: SecretsSeen): string | undefined {
 function exposes(news: unknown, top: string, seen: SecretsSeen): boolean {
   if (!isProps(news)) return false;
   let exposed = false;
-  const walkable = (v: unknown): v is Props => isProps(v) && !seen.isSecret(v);
+  const walkable = (v: unknown): v is Props => isProps(v) && !seen.isSecretWrapper(v);
   const leaves = seen.leaves.filter(([head]) => head === top);
-  mapLeaves(news, leaves, (v) => (exposed ||= !seen.isSecret(v) && holdsText(v)), walkable);
+  mapLeaves(news, leaves, (v) => (exposed ||= !seen.isSecretWrapper(v) && holdsText(v)), walkable);
   return exposed;
 }
 

@@ -27,10 +27,12 @@ import { engineFailures } from "../model/failures";
 import { SECRET_LEAVES } from "../model";
 import { writtenInputs } from "../model/written";
 import type { PropertyChange } from "../plan/detail";
-import { conceal, concealLeaves, isSecret, keepSecretsOf, reveal } from "../engine/secrets";
+import { conceal, concealLeaves, isSecretWrapper, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE, PROVIDER_CONFIG } from "./schema";
 
-const KINDS = new Map(RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]));
+const KINDS: ReadonlyMap<string, ResourceKind> = new Map(
+  RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]),
+);
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
 interface KindHandler {
   check(news: unknown, olds: unknown): Checked<unknown>;
@@ -71,7 +73,9 @@ function handlerOf<K extends ResourceKind>(kind: K): KindHandler {
     delete: (client, id, stored, ctx) => life.delete(client, id, stored, ctx),
   };
 }
-const HANDLERS = new Map(RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]));
+const HANDLERS: ReadonlyMap<ResourceKind, KindHandler> = new Map(
+  RESOURCE_KINDS.map((kind) => [kind, handlerOf(kind)]),
+);
 
 /** `urn:pulumi:<stack>::<project>::<parent types $>edge:index:HttpsEdgeRoute::<name>` → its kind. */
 function kindOf(urn: string): ResourceKind {
@@ -208,7 +212,7 @@ export class EdgeProvider implements provider.Provider {
     const { inputs, failures } = handler.check(reveal(news), reveal(olds));
     return Promise.resolve({
       inputs: this.concealed(kind, inputs, news),
-      failures: engineFailures(failures, news, { isSecret, leaves: SECRET_LEAVES[kind] }),
+      failures: engineFailures(failures, news, { isSecretWrapper, leaves: SECRET_LEAVES[kind] }),
     });
   }
 

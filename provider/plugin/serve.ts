@@ -1,6 +1,6 @@
 /**
  * Serves EdgeProvider over Pulumi's provider protocol with `@pulumi/pulumi/provider`'s `main`,
- * mending five gaps of its server in 3.259.0 (see ../../../shared notes, packaged-provider-facts):
+ * mending five gaps of its server, each seen on 3.259.0:
  * - its Configure answers without handing the configuration to the provider: we read the
  *   request's args, variables and provider name first, then let it answer (accepting secrets);
  * - its CheckConfig is unimplemented, so the engine keeps provider inputs as typed: we answer

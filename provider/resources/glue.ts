@@ -56,17 +56,32 @@ function organization(): string | undefined {
 /** The StackAnchor resource's name: one per stack. */
 const STACK_ANCHOR_NAME = "pulumi-edge";
 
-/** One anchor per deployment (an Automation API process may run several: keyed by its monitor). */
-const anchors = new WeakMap<object, pulumi.Output<string>>();
-function stackAnchor(): pulumi.Output<string> | undefined {
+/**
+ * What a deployment's program has done once: made its stack's anchor, checked its config. An
+ * Automation API process may run several deployments, one after another or at once, so this is
+ * keyed by the deployment's monitor; resource constructors are handed nothing else to hold it.
+ */
+interface Deployment {
+  anchor?: pulumi.Output<string>;
+  configChecked?: boolean;
+}
+const deployments = new WeakMap<object, Deployment>();
+
+/** This deployment's record; undefined outside a deployment (no monitor: nothing to register). */
+function deployment(): Deployment | undefined {
   const monitor = pulumi.runtime.getMonitor();
   if (!monitor) return undefined;
-  let anchor = anchors.get(monitor);
-  if (!anchor) {
-    anchor = new StackAnchor().anchor;
-    anchors.set(monitor, anchor);
-  }
-  return anchor;
+  const known = deployments.get(monitor) ?? {};
+  deployments.set(monitor, known);
+  return known;
+}
+
+/** One anchor per deployment. */
+function stackAnchor(): pulumi.Output<string> | undefined {
+  const d = deployment();
+  if (!d) return undefined;
+  d.anchor ??= new StackAnchor().anchor;
+  return d.anchor;
 }
 
 /**
@@ -79,8 +94,6 @@ function urnOf(name: string, token: string, parent: pulumi.Resource | undefined)
   return `urn:pulumi:${pulumi.getStack()}::${pulumi.getProject()}::${token}::${name}`;
 }
 
-let configChecked = false;
-
 /**
  * The engine saves the whole stack config as the dynamic provider's inputs in the state, a value
  * typed without `--secret` in plaintext: a plaintext `edge:apiKey`, or a plaintext `edge:clientKey`
@@ -88,8 +101,9 @@ let configChecked = false;
  * registered, so it never lands there.
  */
 function refusePlaintextCredentials(): void {
-  if (configChecked) return;
-  configChecked = true;
+  const d = deployment();
+  if (d?.configChecked) return;
+  if (d) d.configChecked = true;
   // The SDK's own test (marked internal in its typings; present since 3.x).
   const isConfigSecret: unknown = Reflect.get(pulumi.runtime, "isConfigSecret");
   if (typeof isConfigSecret !== "function") return;

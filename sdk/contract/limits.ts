@@ -1,6 +1,6 @@
 /**
- * Every limit and fixed vocabulary of the edge API (edge-api.md + gaps.md), in one place.
- * Nothing here imports anything else of ours.
+ * Every limit and fixed vocabulary of the edge API (the contract, and
+ * docs/decisions.md#validation), in one place. Nothing here imports anything else of ours.
  */
 
 export const DESCRIPTION_MAX_BYTES = 255;
@@ -86,7 +86,7 @@ export const NAMEID_FORMATS = [
 ] as const;
 export const DEFAULT_NAMEID_FORMAT = NAMEID_FORMATS[0];
 
-/** OAuth identity-provider slots, in the order of edge-api.md (slot 1 first). */
+/** OAuth identity-provider slots, in the contract's order (slot 1 first). */
 export const OAUTH_PROVIDER_KEYS = [
   "github",
   "facebook",

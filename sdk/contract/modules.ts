@@ -3,7 +3,8 @@
  * the service, the client and the provider all iterate over.
  *
  * Parsing a request with these schemas yields its canonical form: every omitted field is
- * filled with its documented default (gaps.md "Shapes"), so canonical forms can be compared.
+ * filled with its documented default (docs/decisions.md#shapes), so canonical forms can be
+ * compared.
  */
 import { z } from "zod";
 import type { Problem } from "./errors";
@@ -158,7 +159,7 @@ export const ipPolicyMutateSchema = z
       ),
   })
   .describe("IP restriction module: only source IPs allowed by its IP policies get through.");
-/** gaps.md: `ip_policies` is a list of Refs, in the order of `ip_policy_ids`. */
+/** docs/decisions.md#shapes: `ip_policies` is a list of Refs, in the order of `ip_policy_ids`. */
 export const ipPolicyResponseSchema = z
   .object({
     enabled: z.boolean(),
@@ -201,8 +202,8 @@ export const circuitBreakerSchema = z
   .describe("Circuit breaker module: stops sending requests to an unhealthy upstream.");
 
 /**
- * Responses are total (gaps.md): an unset `num_buckets` is rendered as 0, the only place a 0
- * exists. Readers map it back to "unset" (absent).
+ * Responses are total (docs/decisions.md#shapes): an unset `num_buckets` is rendered as 0, the only
+ * place a 0 exists. Readers map it back to "unset" (absent).
  */
 export const circuitBreakerResponseSchema = circuitBreakerSchema
   .extend({
@@ -331,7 +332,7 @@ export const oauthProviderObjectSchema = z
 
 const slot = (name: string) =>
   oauthProviderObjectSchema.nullable().default(null).describe(`${name} as identity provider.`);
-/** One optional object per identity provider (edge-api.md slots 1 to 8); exactly one is set. */
+/** One optional object per identity provider (the contract's slots 1 to 8); exactly one is set. */
 export const oauthProviderSchema = z
   .strictObject(
     {
@@ -461,7 +462,7 @@ export const trafficPolicySchema = z
 // ---------------------------------------------------------------- registry
 
 /**
- * Every route module, in the order of edge-api.md. The name is both the route field and the
+ * Every route module, in the contract's order. The name is both the route field and the
  * path segment of its sub-resource.
  */
 export const ROUTE_MODULES = {
@@ -548,9 +549,9 @@ export function mapPaths(
 
 /**
  * What a secret leaf reads instead of its value where the reader may not see it: in an audit
- * event, and in a route answered to a `read` key (gaps.md). A string, so that every client that
- * parses a secret parses it; reserved, so that it always means "redacted" (a write of it as a
- * secret is refused: redactedSecretProblems).
+ * event, and in a route answered to a `read` key (docs/decisions.md#read-keys-redaction). A string,
+ * so that every client that parses a secret parses it; reserved, so that it always means "redacted"
+ * (a write of it as a secret is refused: redactedSecretProblems).
  */
 export const SECRET_REDACTED = "[redacted]";
 
@@ -583,9 +584,10 @@ export type AuthModuleName = (typeof AUTH_MODULES)[number];
 export const isAuthModule = (name: string): name is AuthModuleName => AUTH_MODULES.some((m) => m === name);
 
 /**
- * gaps.md: at most one of oauth, oidc and saml on a route at a time. `configured` are the
- * modules the route would carry, `written` those the request (or program) sets: the problem is
- * reported on the one being written. The one statement of the rule, for the service and the provider.
+ * docs/decisions.md#validation: at most one of oauth, oidc and saml on a route at a time.
+ * `configured` are the modules the route would carry, `written` those the request (or program)
+ * sets: the problem is reported on the one being written. The one statement of the rule, for the
+ * service and the provider.
  */
 export function authModuleProblem(
   configured: Iterable<string>,

@@ -179,7 +179,8 @@ function createLinks(): Record<string, Json> {
 
 /**
  * The OpenAPI 3.1 document of the API. `info.version` is "1": the API has no versioning of its own
- * (edge-api.md "Versioning": not shown); the document changes only with this contract.
+ * (the contract does not say how the API is versioned: docs/decisions.md#compatibility); the
+ * document changes only with this contract.
  */
 export function buildOpenApi(): Json {
   const schemas: Json = { Error: jsonSchema(errorBodySchema, "output") };

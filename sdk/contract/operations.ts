@@ -453,16 +453,27 @@ export const MODULE_OPERATIONS: readonly Operation[] = ROUTE_MODULE_NAMES.flatMa
   return [put, get, del];
 });
 
-/** Every operation, in the order of the API document. */
-export const ALL_OPERATIONS: readonly Operation[] = [
-  ...Object.values(OPERATIONS.https),
-  ...Object.values(OPERATIONS.tls),
-  ...Object.values(OPERATIONS.routes),
-  ...MODULE_OPERATIONS,
-  ...Object.values(OPERATIONS.tlsIpRestriction),
-  ...Object.values(OPERATIONS.audit),
-  ...Object.values(OPERATIONS.meta),
-];
+/** Whether a value of the table is an operation (a leaf), not a group of them. */
+const isOperation = (v: unknown): v is Operation =>
+  typeof v === "object" &&
+  v !== null &&
+  "id" in v &&
+  typeof v.id === "string" &&
+  "method" in v &&
+  "path" in v;
+
+/** The operations under `group`, depth first in the table's order. */
+function* operationsIn(group: unknown): Generator<Operation> {
+  if (isOperation(group)) yield group;
+  else if (typeof group === "object" && group !== null)
+    for (const v of Object.values(group)) yield* operationsIn(v);
+}
+
+/**
+ * Every operation, in the table's order (the API document's): walked, never listed, so a group
+ * added to the table is served, described and given a client method like the others.
+ */
+export const ALL_OPERATIONS: readonly Operation[] = [...operationsIn(OPERATIONS)];
 
 /** A path template filled with its parameters (each URI-encoded). */
 export function fillPath<P extends string>(template: P, params: Record<PathParams<P>, string>): string {

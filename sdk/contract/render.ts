@@ -1,10 +1,10 @@
 /**
  * A module's request shape (what a route stores) rendered as its response shape, and the inverse:
- * edge-api.md's "Mapping of request to response" (backend_id → backend Ref, ip_policy_ids →
- * ip_policies Refs), gaps.md's total responses (an unset num_buckets reads back as 0) and the
- * SAML fields the service computes. The service renders with it; the provider reads responses
- * back with its inverse. Stated side by side, so the two cannot drift (a round-trip property test
- * holds them to it).
+ * the contract's mapping of request to response (backend_id → backend Ref, ip_policy_ids →
+ * ip_policies Refs), total responses (an unset num_buckets reads back as 0:
+ * docs/decisions.md#shapes) and the SAML fields the service computes. The service renders with it;
+ * the provider reads responses back with its inverse. Stated side by side, so the two cannot drift
+ * (a round-trip property test holds them to it).
  */
 import {
   type ModuleRequest,
@@ -45,7 +45,7 @@ export const ipPolicyMapping: Mapping<"ip_restriction"> = {
   request: (r) => ({ enabled: r.enabled, ip_policy_ids: r.ip_policies.map((p) => p.id) }),
 };
 
-const SAML_COMPUTED = new Set(Object.keys(samlComputedSchema.shape));
+const SAML_COMPUTED: ReadonlySet<string> = new Set(Object.keys(samlComputedSchema.shape));
 
 export const MODULE_MAPPINGS: { [M in RouteModuleName]: Mapping<M> } = {
   backend: {

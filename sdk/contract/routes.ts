@@ -51,7 +51,7 @@ const oneAuthModule = (route: Partial<Record<RouteModuleName, unknown>>, ctx: z.
 
 /**
  * A route or module body may repeat an identifier of its path, as the real API's published
- * clients do (gaps.md "Compatibility"): equal to the path → ignored; different → 400
+ * clients do (docs/decisions.md#compatibility): equal to the path → ignored; different → 400
  * (`pathEchoProblems`, checked where the path is known).
  */
 export const pathEchoSchema = (name: string) =>
@@ -70,8 +70,8 @@ export const routeCreateBodySchema = z
   .superRefine(oneAuthModule);
 
 /**
- * gaps.md "PATCH": `""` for `match_type` or `match` means "unchanged" (the real API's clients
- * send empty strings for what the caller did not give; neither can legitimately be empty).
+ * docs/decisions.md#patch: `""` for `match_type` or `match` means "unchanged" (the real API's
+ * clients send empty strings for what the caller did not give; neither can legitimately be empty).
  */
 const unchangedWhenEmpty = <S extends z.ZodType<string>>(schema: S) =>
   z

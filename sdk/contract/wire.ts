@@ -1,6 +1,6 @@
 /**
  * What the service accepts on the wire beyond the canonical shapes, so that the real API's
- * published clients work (gaps.md "Compatibility with the real API's published clients"):
+ * published clients work (docs/decisions.md#compatibility):
  * identifiers of the path repeated in a body, the wrapped module form, the empty module body,
  * and the query parameters each operation takes (any other → 400).
  */
@@ -87,7 +87,9 @@ export function unwrapModule<T>(body: T | { module: T; edge_id?: string; id?: st
 export function acceptsEmptyBody(module: RouteModuleName): boolean {
   return EMPTY_OK.has(module);
 }
-const EMPTY_OK = new Set(ROUTE_MODULE_NAMES.filter((m) => ROUTE_MODULES[m].request.safeParse({}).success));
+const EMPTY_OK: ReadonlySet<string> = new Set(
+  ROUTE_MODULE_NAMES.filter((m) => ROUTE_MODULES[m].request.safeParse({}).success),
+);
 
 const LIMIT_TEXT = `must be an integer between 1 and ${PAGE_LIMIT_MAX}`;
 /**

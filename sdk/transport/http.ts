@@ -43,11 +43,23 @@ export interface HttpTransportOptions {
   idempotencyKeys?: boolean;
 }
 
-const RETRYABLE_STATUS = new Set([429, 502, 503, 504]);
+const RETRYABLE_STATUS: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 /** Connection errors that prove the request never reached the server. */
-const NEVER_SENT = new Set(["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "EHOSTUNREACH", "ENETUNREACH"]);
+const NEVER_SENT: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+]);
 /** Connection errors after which the server may or may not have acted. */
-const MAYBE_SENT = new Set(["ECONNRESET", "EPIPE", "UND_ERR_SOCKET", "UND_ERR_CLOSED", "ETIMEDOUT"]);
+const MAYBE_SENT: ReadonlySet<string> = new Set([
+  "ECONNRESET",
+  "EPIPE",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+  "ETIMEDOUT",
+]);
 
 /**
  * fetch to a running service, with the bearer key, a per-attempt timeout, and retries with

@@ -186,7 +186,7 @@ export function fetchFor(baseUrl: string, settings: ClientTlsSettings, names: Cl
 }
 
 /** Codes of a service certificate that no CA this client trusts signed. */
-const UNTRUSTED = new Set([
+const UNTRUSTED: ReadonlySet<string> = new Set([
   "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
   "UNABLE_TO_GET_ISSUER_CERT",
   "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",

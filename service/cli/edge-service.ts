@@ -585,7 +585,7 @@ async function serve(values: Values): Promise<number> {
       );
     }
     const { reloadTls } = server;
-    // Without TLS, SIGHUP keeps its default (the process ends), as before TLS came.
+    // Without TLS, SIGHUP keeps its default (the process ends): there is nothing to reload.
     if (reloadTls) process.on("SIGHUP", () => reloadTls("SIGHUP"));
     const report = await stopOnSignals(server, options, log);
     const why = {

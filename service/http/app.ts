@@ -99,7 +99,9 @@ function newMetrics(store: Store): ServiceMetrics {
  * wrong method (`POST /healthz`, a `/healthz/` with a trailing slash) is told 405 or 404 by the
  * routing, never 401: a load balancer holds no key, and its operator must see what is wrong.
  */
-const PUBLIC_PATHS = new Set(ALL_OPERATIONS.filter((op) => op.public).map((op) => op.path));
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(
+  ALL_OPERATIONS.filter((op) => op.public).map((op) => op.path),
+);
 const isPublicPath = (path: string) => PUBLIC_PATHS.has(path.length > 1 ? path.replace(/\/+$/, "") : path);
 
 /** `mw`, except for the public operations (health probes: no key, no rate limit). */
@@ -177,7 +179,8 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
 
   // Every operation of the table, as the service says it answers it (its handlers), in one loop.
   for (const h of operationHandlers(service)) routes.serve(h.op, (call) => h.answer(call));
-  // The API describes itself (gaps.md), generated from the same table; rendered once.
+  // The API describes itself (docs/decisions.md#compatibility), generated from the same table;
+  // rendered once.
   let openApi: unknown;
   routes.serve(OPERATIONS.meta.openapi, () => (openApi ??= buildOpenApi()));
   serveProbes(routes, metrics, opts.readyDetail);

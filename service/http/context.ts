@@ -27,7 +27,7 @@ export type Env = {
     operation: Operation | undefined;
     /** The name of the API key the request was authenticated with (set by the auth middleware). */
     keyName: string | undefined;
-    /** That key's scope: a `read` key is answered with secret leaves redacted (gaps.md). */
+    /** That key's scope: a `read` key reads secrets redacted (docs/decisions.md#read-keys-redaction). */
     keyScope: Scope | undefined;
   };
 };
@@ -89,7 +89,7 @@ export function clientClosedAnswer(c: EdgeContext): Response {
   });
 }
 
-/** An error answer in the shape of gaps.md, the operation id in the body and the header. */
+/** An error answer (docs/decisions.md#errors), the operation id in the body and the header. */
 export function errorResponse(c: EdgeContext, err: ApiError): Response {
   const id = operationId(c);
   const [first] = err.problems;

@@ -1,7 +1,7 @@
 /**
  * What an object made by a keyed create keeps of that create's request (`create_request`): enough
  * to tell a repeat of the request (answered with the object) from another request under the same
- * `Idempotency-Key` (refused), and nothing that answers a guess of the request (issue 35).
+ * `Idempotency-Key` (refused), and nothing that answers a guess of the request.
  *
  * The request holds the secrets of its body in plaintext (a webhook secret, a client secret), and
  * the value is kept for the object's life. An unkeyed digest of it, as earlier versions kept

@@ -191,7 +191,7 @@ export function sharedMigrations(store: Dialect): string[] {
     auditTable(store === "sqlite" ? "INTEGER PRIMARY KEY AUTOINCREMENT" : "BIGSERIAL PRIMARY KEY"),
     // The audit trail's index by object, off the request path (./audit, auditObjectIndex).
     auditObjectIndex(store),
-    // Keyed creates' requests kept as an HMAC under the store's key, no longer a SHA-256 that
+    // Keyed creates' requests kept as an HMAC under the store's key, not a plain SHA-256, which
     // answers a guess of their secrets (./fingerprints). SQL has no HMAC: the rows are rewritten
     // in code, in this same transaction, once the secrets key is checked (see migrate in
     // ./store-steps).

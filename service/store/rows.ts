@@ -140,8 +140,8 @@ function sealField(secrets: Secrets, leaf: unknown): unknown {
 
 /**
  * A stored module configuration read through this version's contract: a row written before a
- * defaulted field existed gets its default, so old rows answer the same total shape as new ones
- * (issue 27). What the contract now refuses is reported, never answered half-parsed.
+ * defaulted field existed gets its default, so old rows answer the same total shape as new ones.
+ * What the contract now refuses is reported, never answered half-parsed.
  */
 function canonicalModule(name: string, config: unknown, where: string): unknown {
   if (!isRouteModuleName(name)) throw new BrokenRow(where, "a route module this version knows");

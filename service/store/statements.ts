@@ -2,7 +2,7 @@
  * The SQL of both stores, each statement stated once. A statement is written in PostgreSQL's
  * placeholder style (`$1`, `$2`, … each may repeat) and becomes SQLite's numbered `?1`, `?2`, …
  * when the list is loaded: both texts are made once, and each store prepares each statement once
- * per connection (SQLite's statement cache; PostgreSQL's named statements), as before.
+ * per connection (SQLite's statement cache; PostgreSQL's named statements).
  *
  * Where the dialects differ, a statement says so through a small hook, never a second text:
  *  - `d.forUpdate`: ` FOR UPDATE` on PostgreSQL (a write locks the rows it reads to change), empty
@@ -382,7 +382,7 @@ export const SQL = {
 } as const;
 
 /** The columns of text a client chooses, stored as BYTEA on PostgreSQL (see `bytes`), by table. */
-const CLIENT_TEXT = new Map<DataTable, readonly string[]>([
+const CLIENT_TEXT: ReadonlyMap<DataTable, readonly string[]> = new Map([
   ["edges", ["description", "metadata"]],
   ["routes", ["match", "description", "metadata"]],
 ]);

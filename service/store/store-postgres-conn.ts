@@ -13,7 +13,7 @@ import type { Conn } from "./store-driver";
 /** A value as node-postgres binds it (a BYTEA column's as a Buffer). */
 export type Value = string | number | Buffer | null;
 
-const UNAVAILABLE_CODES = new Set([
+const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
   "57P01", // admin_shutdown
   "57P02", // crash_shutdown
   "57P03", // cannot_connect_now
@@ -129,16 +129,16 @@ const STATEMENT_NAME = /^[a-z_][a-z0-9_]*$/;
  * The statements of one transaction on one pooled connection.
  *
  * Neither the transaction's start (BEGIN, and a write's locks) nor its COMMIT costs a round trip
- * of its own (issue 36: a PATCH made 4, now 2; a keyed create 6, now 3):
+ * of its own (a PATCH costs 2, a keyed create 3):
  * - the start goes with the first statement, in one simple query: `BEGIN; EXECUTE
  *   inline_secrets_lock_shared; EXECUTE inline_route_get_locked('edghtsrt_...', 'edghts_...')`,
  *   a keyed create's key lock along;
  * - a write the service says is the transaction's last (WriteEnd) takes the COMMIT along:
  *   `EXECUTE inline_route_update_with_event(...); COMMIT`. If it fails, PostgreSQL runs nothing
- *   after it in the query: the COMMIT never runs, and the driver rolls back as before.
+ *   after it in the query: the COMMIT never runs, and the driver rolls back.
  * node-postgres sends one statement per round trip and binds values only in the extended protocol,
  * so these run as statements PREPAREd once per connection, their values written in (sqlLiterals);
- * a value that cannot be written sends the start, or the COMMIT, on its own, as before.
+ * a value that cannot be written sends the start, or the COMMIT, on its own.
  * Each statement of a simple query has its own snapshot under READ COMMITTED (the transaction's
  * first under REPEATABLE READ), taken after the locks before it: the same order as one round trip
  * each. A transaction that sends no statement is never opened, and needs no COMMIT.

@@ -157,7 +157,7 @@ function redactUrl(url: string): string {
 }
 
 /** A transaction may be retried whole: deadlock, serialization failure. */
-const RETRYABLE = new Set(["40P01", "40001"]);
+const RETRYABLE: ReadonlySet<string> = new Set(["40P01", "40001"]);
 
 /** The pool of a PostgreSQL store, and every transaction on it (the seam of ./store-driver). */
 class PgDriver implements StoreDriver {

@@ -69,7 +69,7 @@ export class TransactionQueue {
    * could still lose. One COMMIT writes the group's pages to the WAL once, where a commit per
    * write wrote each page of the table, its indexes and the audit trail again for every write
    * (BEGIN and COMMIT were a third of a route write's CPU under load: BENCHMARKS.md). A write
-   * alone runs as before: no savepoint.
+   * alone needs no savepoint.
    */
   write<T>(fn: (conn: Conn) => Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {

@@ -98,6 +98,7 @@ describe.each(FACES)("$face face", ({ face, ws: makeWs }) => {
     command: undefined as never,
     env: pulumiEnv({ ...process.env, ...engine.engineEnv({ stateDir: ws.stateDir }) }),
     progress: () => undefined,
+    selecting: new Map(),
   });
 
   async function deploy(label: string, spec: object, foreign = false) {

@@ -110,7 +110,7 @@ test("the checker notices a missing link target, a link out of the repository an
   writeFileSync(
     join(ROOT, doc),
     [
-      "[ok](../README.md) [gone](../docs/nope.md) [out](../../shared/spec/edge-api.md#x) [web](https://x.y/z)",
+      "[ok](../README.md) [gone](../docs/nope.md) [out](../../elsewhere/spec.md#x) [web](https://x.y/z)",
       "`provider/plugin/schema.json` `provider/plugin/missing.ts:12` `node_modules/pulumi-edge/bin` `examples/*/index.ts`",
       "`README.md` `GAPS.md` `faults.test.ts` `nope.test.ts` `bench/tmp/x.json` `pulumi-edge/packaged` `edge:index:HttpsEdge`",
       "```sh",
@@ -120,7 +120,7 @@ test("the checker notices a missing link target, a link out of the repository an
   );
   expect(missingPaths(doc)).toEqual([
     `${doc}:1: link ../docs/nope.md (outside the repository or missing)`,
-    `${doc}:1: link ../../shared/spec/edge-api.md#x (outside the repository or missing)`,
+    `${doc}:1: link ../../elsewhere/spec.md#x (outside the repository or missing)`,
     `${doc}:2: \`provider/plugin/missing.ts:12\``,
     `${doc}:3: \`GAPS.md\``,
     `${doc}:3: \`nope.test.ts\``,

@@ -385,11 +385,16 @@ describe("attribution writes the line (provider/lifecycle/attribution.ts)", () =
         next_page_uri: null,
       }),
     } as unknown as EdgeClient;
+    // The same lines are handed to the caller as values: what the drift command's fast path reads.
+    const handed: unknown[] = [];
     await act(client, {
       name: "shop r2: x",
       log: { info: () => undefined, warn: (m) => void warnings.push(m) },
+      attribution: { author: (l) => void handed.push(l), unattributed: (l) => void handed.push(l) },
     });
-    return warnings.flatMap((w) => parseAuthorLines(w));
+    const lines = warnings.flatMap((w) => parseAuthorLines(w));
+    expect(handed).toEqual(lines);
+    return lines;
   }
   const what = { label: "route" as const, id: "edghtsrt_1", objectId: "edghtsrt_1", parentId: "edghts_1" };
   const who = { at: "2026-11-25T12:03:11Z", key: 'ops "console" ✓' };
@@ -462,12 +467,22 @@ describe("attribution names a key only with proof: a trail that does not reach t
         next_page_uri: null,
       }),
     } as unknown as EdgeClient;
+    const handed: { authors: unknown[]; unattributed: unknown[] } = { authors: [], unattributed: [] };
     await act(client, {
       name: "r0",
       lastWrite,
       log: { info: () => undefined, warn: (m) => void out.push(m) },
+      attribution: {
+        author: (l) => void handed.authors.push(l),
+        unattributed: (l) => void handed.unattributed.push(l),
+      },
     });
-    return { authors: out.flatMap(parseAuthorLines), unattributed: out.flatMap(parseUnattributedLines) };
+    const said = {
+      authors: out.flatMap(parseAuthorLines),
+      unattributed: out.flatMap(parseUnattributedLines),
+    };
+    expect(handed).toEqual(said);
+    return said;
   }
   const what = { label: "route" as const, id: "edghtsrt_1", objectId: "edghtsrt_1", parentId: "edghts_1" };
   // Day 1 the stack created the route on bkd_1 (op_1); day 2 it moved it to bkd_2 (op_day2, its

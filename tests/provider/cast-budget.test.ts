@@ -1,5 +1,5 @@
 /**
- * The type casts of provider/ and sdk/ stay under a budget (issue 37): `as` assertions (not
+ * The type casts of provider/ and sdk/ stay under a budget: `as` assertions (not
  * `as const`) and non-null assertions `!`, counted with the compiler's parser by
  * scripts/count-casts.js. A cast is a place where the types do not flow; a new one should be the
  * exception, so one more than the budget fails here, naming the files with the most. Lower the
@@ -8,9 +8,9 @@
 import { countCasts, countText, ranked } from "../../scripts/count-casts";
 
 /** At most this many `x as T` / `<T>x` (not `as const`) in provider/ and sdk/. */
-const AS_BUDGET = 72;
+const AS_BUDGET = 63;
 /** At most this many `x!` in provider/ and sdk/. */
-const NON_NULL_BUDGET = 45;
+const NON_NULL_BUDGET = 31;
 
 const counts = countCasts();
 

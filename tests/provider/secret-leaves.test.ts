@@ -9,7 +9,7 @@ import { z } from "zod";
 import { ROUTE_MODULES, ROUTE_SECRET_PATHS } from "../../sdk/contract";
 import { dynamicProvider } from "../../provider/dynamic";
 import { ProviderProcess } from "../../provider/engine/process";
-import { isSecret, keepSecretsOf, reveal, secret } from "../../provider/engine/secrets";
+import { isSecretWrapper, keepSecretsOf, reveal, secret } from "../../provider/engine/secrets";
 import type { CheckFailure } from "../../provider/model/check";
 import { engineFailures } from "../../provider/model/failures";
 import { leafRelation, mapLeaves, ROUTE_SECRET_LEAVES } from "../../provider/model/leaves";
@@ -88,7 +88,7 @@ describe("the brain's leaf walk", () => {
 
 /** A value's secret leaves as the engine will see them: the paths wrapped as secrets. */
 function secretPaths(value: unknown, at: string[] = []): string[] {
-  if (isSecret(value)) return [at.join(".")];
+  if (isSecretWrapper(value)) return [at.join(".")];
   if (value === null || typeof value !== "object" || Array.isArray(value)) return [];
   return Object.entries(value).flatMap(([k, v]) => secretPaths(v, [...at, k]));
 }
@@ -165,7 +165,7 @@ test("packaged: a program's mark inside a module stays a leaf; the module is not
 });
 
 test("engineFailures: a value the face sees as secret is hidden, nested or whole", () => {
-  const seen = { isSecret, leaves: ROUTE_SECRET_LEAVES };
+  const seen = { isSecretWrapper, leaves: ROUTE_SECRET_LEAVES };
   const failure = { property: "requestHeaders.add.X", reason: "bad" };
   expect(engineFailures([failure], { requestHeaders: { add: { X: secret("v") } } }, seen)).toEqual([
     { property: "requestHeaders", reason: "add.X is [secret]: bad" },

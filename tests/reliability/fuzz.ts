@@ -1,8 +1,8 @@
 /**
  * Generators and judges of the bad-input properties: valid request bodies of every operation,
  * single mutations of them, and the rule every answer must obey (no 5xx; a 4xx has the error
- * shape of gaps.md, a catalogued code, a field when one field is at fault; a rejection changes
- * nothing).
+ * shape of docs/decisions.md#errors, a catalogued code, a field when one field is at fault; a
+ * rejection changes nothing).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

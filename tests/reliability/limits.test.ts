@@ -389,7 +389,8 @@ describe("odd path and query parameters, sent byte for byte over HTTP", () => {
         const res = await rawHttp(fx.baseUrl, "GET", `${path}?${q}`);
         const v = judge(res, { before, after: await storeFingerprint(fx.store) }, `GET ${path}?${q}`);
         tally.add("odd queries", `${v.status} ${v.code ?? ""}`.trim());
-        // An unknown parameter (gaps.md) is refused too, naming it as it came.
+        // An unknown parameter (docs/decisions.md#compatibility) is refused too, naming it as it
+        // came.
         if (v.status >= 400)
           expect([q, v.status, ["limit", "before_id", '["%ff"]', '["limit[]"]']]).toEqual([
             q,

@@ -17,7 +17,7 @@ import {
 import { fromWire, toCamel, toWire } from "../../provider/model/case";
 import { MODULE_PROPERTY, routeCreateRequest } from "../../provider/model/route";
 import { containsUnknown, UNKNOWN } from "../../provider/model/unknown";
-import { isSecret } from "../../provider/engine/secrets";
+import { isSecretWrapper } from "../../provider/engine/secrets";
 import { SECRET_LEAVES } from "../../provider/model";
 import { isProps } from "../../provider/model/check";
 import { providers } from "../../provider/runtime";
@@ -58,7 +58,7 @@ async function checked(kind: Kind, olds: unknown, news: unknown) {
   if (result && typeof result === "object" && isProps(result.inputs)) {
     // Only the credential leaves are wrapped (walked along their paths: an input nested 30,000
     // deep is not walked whole).
-    const unwrap = (v: unknown) => (isSecret(v) ? v.value : v);
+    const unwrap = (v: unknown) => (isSecretWrapper(v) ? v.value : v);
     result = { ...result, inputs: mapPaths(result.inputs, SECRET_LEAVES[kind], unwrap, { whole: true }) };
   }
   const where = `${kind}.check(${safe(news)}) → ${safe(result)}`;

@@ -4,8 +4,9 @@
  * call must be a method of EdgeClient.
  */
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ALL_OPERATIONS, camel } from "../../sdk/contract";
+import { ALL_OPERATIONS, camel, OPERATIONS } from "../../sdk/contract";
 import { EdgeClient } from "../../sdk/client";
 
 const ROOT = join(__dirname, "../..");
@@ -23,4 +24,20 @@ test("every operation but the service's own (Meta) is a method of the client, na
   expect(callable.length).toBeGreaterThan(20);
   const methods = EdgeClient.prototype as unknown as Record<string, unknown>;
   for (const op of callable) expect(typeof methods[camel(op.id)]).toBe("function");
+});
+
+test("every operation the client calls is one the app serves (ALL_OPERATIONS walks the table)", () => {
+  // The generated file reaches each operation by its place in the table (`OPS.routes.create`,
+  // `OPS.modules["backend"].put`): a group the list of served operations missed would be a method
+  // the app answers 404.
+  const generated = readFileSync(join(ROOT, "sdk/client/operations.ts"), "utf8");
+  const called = [...generated.matchAll(/this\.request\((OPS[\w.[\]"]+)/g)].map(([, ref]) => {
+    const keys = [...ref!.slice(3).matchAll(/\.(\w+)|\["(\w+)"\]/g)].map(([, a, b]) => a ?? b!);
+    return keys.reduce<unknown>(
+      (at, k) => (typeof at === "object" && at !== null ? Reflect.get(at, k) : undefined),
+      OPERATIONS,
+    );
+  });
+  expect(called.length).toBeGreaterThan(20);
+  for (const op of called) expect(ALL_OPERATIONS).toContain(op);
 });

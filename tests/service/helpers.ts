@@ -158,9 +158,9 @@ export async function raw(
 }
 
 /**
- * Asserts the error shape of gaps.md: exactly `error_code`, `status_code`, `msg`, `details`; the
- * operation id of the `Request-Id` header repeated in `details.operation_id`; and the field at
- * fault (null: no field).
+ * Asserts the error shape of docs/decisions.md#errors: exactly `error_code`, `status_code`, `msg`,
+ * `details`; the operation id of the `Request-Id` header repeated in `details.operation_id`; and
+ * the field at fault (null: no field).
  */
 export function expectErrorBody(res: RawResponse, status: number, code: string, field: string | null): void {
   if (res.status !== status) {

@@ -150,7 +150,7 @@ describe("@ngrok/ngrok-api 0.11.0 (the published Node.js client) against the ser
       expect(await ngrok.edges.edgesHttpsRoutes.get({ edgeId, id: route.id })).toEqual(route);
 
       // The client sends edge_id and id with the update: equal to the path, they are ignored. Its
-      // type requires matchType and match: "" leaves them unchanged (gaps.md "PATCH").
+      // type requires matchType and match: "" leaves them unchanged (docs/decisions.md#patch).
       const updated = await ngrok.edges.edgesHttpsRoutes.update({
         edgeId,
         id: route.id,

@@ -98,7 +98,7 @@ def route_create_get_update_delete():
     assert got.id == route.id and got.description == "d"
 
     # A partial update: the client sends match_type "" and match "" (unchanged) and, for what was
-    # not given, description "" and metadata "" (which set them to "", gaps.md "PATCH").
+    # not given, description "" and metadata "" (which set them to "", docs/decisions.md#patch).
     upd = client.edges.https_routes.update(
         edge.id, route.id, description="d2", backend=dt.EndpointBackendMutate(None, {"backend_id": "bkd_2"})
     )

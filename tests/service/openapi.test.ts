@@ -1,8 +1,9 @@
 /**
- * `GET /openapi.json` (gaps.md: the API describes itself), and the property-based API tester
- * driven by it: schemathesis, from PyPI, against the service on a socket. Every operation, a few
- * thousand generated requests (valid and invalid), counted on the server side: no 5xx, and every
- * response conforms to the document (status documented, content type, headers, body schema).
+ * `GET /openapi.json` (docs/decisions.md#compatibility: the API describes itself), and the
+ * property-based API tester driven by it: schemathesis, from PyPI, against the service on a socket.
+ * Every operation, a few thousand generated requests (valid and invalid), counted on the server
+ * side: no 5xx, and every response conforms to the document (status documented, content type,
+ * headers, body schema).
  */
 import * as fs from "node:fs";
 import * as path from "node:path";

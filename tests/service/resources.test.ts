@@ -1,7 +1,7 @@
 /**
  * Every operation of the API (edges, routes, paging, TLS IP restriction), ids, Refs and uris,
- * 404/405, and the wire rules of gaps.md (413, 415, bad JSON, non-object, bad UTF-8) —
- * the same suite over real HTTP and in-process.
+ * 404/405, and the wire rules of docs/decisions.md#wire (413, 415, bad JSON, non-object, bad UTF-8)
+ * — the same suite over real HTTP and in-process.
  */
 import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, OPERATION_ID_HEADER } from "../../sdk/contract";

@@ -125,7 +125,7 @@ async function answers(client: EdgeClient, edgeId: string, origin: string): Prom
   return JSON.parse(JSON.stringify(list).split(origin).join("http://origin"));
 }
 
-/** The secrets the API answers for the seeded routes (gaps.md: echoed, as the real API does). */
+/** The seeded routes' secrets, echoed as the real API does (docs/decisions.md#shapes). */
 function echoedSecrets(routes: Route[]): string[] {
   return [
     routes[0]!.webhook_verification!.secret,

@@ -1,7 +1,7 @@
 /**
- * Every validation rule of gaps.md, each with the exact JSON path in `details.field`, and every
- * rejected request proven to change nothing; the boundary values that must be accepted; and
- * PATCH semantics — over real HTTP and in-process.
+ * Every validation rule of docs/decisions.md#validation, each with the exact JSON path in
+ * `details.field`, and every rejected request proven to change nothing; the boundary values that
+ * must be accepted; and PATCH semantics — over real HTTP and in-process.
  */
 import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, UINT32_MAX, WEBHOOK_PROVIDERS } from "../../sdk/contract";
@@ -417,7 +417,7 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
       ([, extra]) => !("match_type" in extra && extra.match_type === undefined),
     )
       .filter(([, extra]) => !("match" in extra && extra.match === undefined))
-      // gaps.md "PATCH": `match: ""` means "unchanged" (tested below), not a bad value.
+      // docs/decisions.md#patch: `match: ""` means "unchanged" (tested below), not a bad value.
       .filter(([, extra]) => !("match" in extra && extra.match === ""));
     it.each(patchable)("%s", async (_n, extra, field, code) => {
       await expectRejected(fx, {
@@ -660,7 +660,7 @@ describe.each(FIXTURES)("validation and PATCH %s", (_name, makeFixture) => {
     });
   });
 
-  describe("compatibility with the real API's published clients (gaps.md)", () => {
+  describe("compatibility with the real API's published clients (docs/decisions.md)", () => {
     let routeId: string;
     let tlsId: string;
     const routePath = () => `/edges/https/${edgeId}/routes/${routeId}`;

@@ -5,8 +5,8 @@ import type { Env } from "../context";
 import { ApiError } from "../../errors";
 
 /**
- * Bearer key check (gaps.md "Authentication"), then scope: a key whose scope does not cover the
- * operation (a `read` key asking for a change) is a 403, before the body is read or anything is
+ * Bearer key check (docs/decisions.md#authentication), then scope: a key whose scope does not cover
+ * the operation (a `read` key asking for a change) is a 403, before the body is read or anything is
  * done. Hono's own bearer-auth middleware answers with its own body shape; ours answers in the
  * API's error shape. A request that matched no operation (a 404 or 405 to come) needs a valid key
  * of any scope.

@@ -6,16 +6,16 @@ import { ApiError } from "../../errors";
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Reads and checks the JSON body of POST/PUT/PATCH before any handler runs (gaps.md "Wire"):
- * non-JSON content type → 415, over 1 MiB → 413, not a JSON object → 400. The parsed body is
- * the context's `body`. Hono's body-limit middleware counts bytes the same way but answers in its
- * own shape, and would read the body a second time.
+ * Reads and checks the JSON body of POST/PUT/PATCH before any handler runs
+ * (docs/decisions.md#wire): non-JSON content type → 415, over 1 MiB → 413, not a JSON object → 400.
+ * The parsed body is the context's `body`. Hono's body-limit middleware counts bytes the same way
+ * but answers in its own shape, and would read the body a second time.
  */
 export const jsonBody: MiddlewareHandler<Env> = (c, next) => readJsonBody(c, next);
 
 /**
- * `jsonBody` for a PUT whose body may be absent (gaps.md "Compatibility"): a request with no
- * bytes and no content type has the body `emptyAs(c)`, when that is defined; otherwise the rules
+ * `jsonBody` for a PUT whose body may be absent (docs/decisions.md#compatibility): a request with
+ * no bytes and no content type has the body `emptyAs(c)`, when that is defined; otherwise the rules
  * of `jsonBody` apply.
  */
 export const jsonBodyOrEmpty =

@@ -3,9 +3,10 @@ import type { Env } from "../context";
 import { ApiError } from "../../errors";
 
 /**
- * Fixed one-minute windows per API key (gaps.md: 429 with `Retry-After`). The window is keyed on
- * the name of the key the auth middleware verified, never on the raw header (rewriting the header
- * must not open a new window); without keys the header proves nothing, so every caller shares one.
+ * Fixed one-minute windows per API key (docs/decisions.md#operations-beyond-the-contract: 429 with
+ * `Retry-After`). The window is keyed on the name of the key the auth middleware verified, never on
+ * the raw header (rewriting the header must not open a new window); without keys the header proves
+ * nothing, so every caller shares one.
  */
 export function rateLimit(perMinute: number): MiddlewareHandler<Env> {
   const windows = new Map<string, { start: number; count: number }>();

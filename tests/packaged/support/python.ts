@@ -49,6 +49,6 @@ export async function pythonEnv(): Promise<{ python: string; env: Record<string,
     throw new Error(`pip install of the generated SDK (${SDK}) failed:\n${stderr}`);
   }
   // The v3.68 host ignores Pulumi.yaml's virtualenv option (runtime options arrive over RPC in
-  // 3.259); it runs PULUMI_PYTHON_CMD. See ../shared/notes/packaged-provider-facts.md.
+  // 3.259); it runs PULUMI_PYTHON_CMD.
   return { python, env: { PULUMI_PYTHON_CMD: python } };
 }
