@@ -9,5 +9,7 @@ module.exports = {
   roots: ["<rootDir>/tests/provider"],
   testMatch: ["**/*.test.ts"],
   transform: { "^.+\\.ts$": ["ts-jest", { tsconfig: "tsconfig.json", isolatedModules: true }] },
+  // A few plan suites take seconds on a loaded machine; jest's 5-s default would fail them.
+  testTimeout: 60_000,
   modulePathIgnorePatterns: ["<rootDir>/dist/", "<rootDir>/examples/.*/node_modules/"],
 };

@@ -34,6 +34,11 @@ import {
   topSegment,
 } from "./fuzz";
 import { FC_SEED } from "./support";
+import { scaled } from "../support/machine";
+
+// A property of thousands of requests runs minutes on the idle machine, longer under load; a
+// timeout would leave it running into the next test (which then sees the database change).
+jest.setTimeout(scaled(600_000));
 
 /** Runs per property and operation; the HTTP fixture runs a third of them (same code path behind the socket). */
 const RUNS = { mutation: 300, json: 100, bytes: 100 };
