@@ -21,8 +21,11 @@ VOLUME /data
 USER node
 EXPOSE 8080
 
+# /readyz over plain HTTP, else over TLS (a container run with --tls-cert/--tls-key or EDGE_TLS_*):
+# a probe on loopback that sends nothing secret, so the certificate (issued for the service's
+# name) is not verified here; a mutual-TLS server answers probes without a client certificate.
 HEALTHCHECK --interval=15s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:8080/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "const ask = (m, o) => new Promise((ok, no) => require(m).get({ host: '127.0.0.1', port: 8080, path: '/readyz', timeout: 2000, ...o }, (r) => { r.resume(); ok(r.statusCode); }).on('error', no).on('timeout', function () { this.destroy(new Error('timeout')); })); ask('http', {}).catch(() => ask('https', { rejectUnauthorized: false })).then((c) => process.exit(c === 200 ? 0 : 1), () => process.exit(1));"]
 
 # node itself as PID 1: the service handles SIGTERM (finishes in-flight requests, closes the
 # store, exits 0), so `docker stop` ends it cleanly within its default 10 s.

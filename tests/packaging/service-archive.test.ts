@@ -11,6 +11,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { makePki } from "../support/pki";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const VERSION = (require("../../package.json") as { version: string }).version;
@@ -39,7 +40,8 @@ const substitute = (args: string[]) =>
       .replace(/^\/data$/, data)
       .replace("0.0.0.0", "127.0.0.1")
       .replace(/^8080$/, String(port))
-      .replace("127.0.0.1:8080", `127.0.0.1:${port}`),
+      .replace("127.0.0.1:8080", `127.0.0.1:${port}`)
+      .replace("port: 8080", `port: ${port}`),
   );
 
 async function freePort(): Promise<number> {
@@ -50,9 +52,9 @@ async function freePort(): Promise<number> {
   return p;
 }
 
-/** Starts the image's CMD; resolves once it says it listens (bounded by jest's timeout). */
-async function start(): Promise<ChildProcess> {
-  const [cmd, ...args] = substitute(instruction(/^CMD (\[.*\])$/m));
+/** Starts the image's CMD (and `extra` options); resolves once it says it listens (bounded by jest's timeout). */
+async function start(extra: string[] = []): Promise<ChildProcess> {
+  const [cmd, ...args] = [...substitute(instruction(/^CMD (\[.*\])$/m)), ...extra];
   const child = spawn(cmd!, args, {
     env: { ...process.env, EDGE_API_KEY: API_KEY },
     stdio: ["ignore", "pipe", "pipe"],
@@ -101,16 +103,20 @@ test("the Dockerfile: the archive of the image's platform, a non-root user, a da
   );
   expect(DOCKERFILE).toMatch(/^USER node$/m);
   expect(DOCKERFILE).toMatch(/^VOLUME \/data$/m);
-  expect(instruction(/^HEALTHCHECK .* CMD (\[.*\])$/m).join(" ")).toContain("http://127.0.0.1:8080/readyz");
+  const check = instruction(/^HEALTHCHECK .* CMD (\[.*\])$/m).join(" ");
+  expect(check).toContain("path: '/readyz'");
+  expect(check).toContain("port: 8080");
   expect(instruction(/^CMD (\[.*\])$/m)).toEqual(expect.arrayContaining(["--data", "/data"]));
 });
 
+/** The image's HEALTHCHECK command, run as Docker would: its exit status. */
+const healthcheck = () => {
+  const [cmd, ...args] = substitute(instruction(/^HEALTHCHECK .* CMD (\[.*\])$/m));
+  return spawnSync(cmd!, args, { encoding: "utf8" }).status;
+};
+
 test("the CMD serves, its HEALTHCHECK passes, SIGTERM ends it with 0, the data directory keeps the state", async () => {
   const url = `http://127.0.0.1:${port}`;
-  const healthcheck = () => {
-    const [cmd, ...args] = substitute(instruction(/^HEALTHCHECK .* CMD (\[.*\])$/m));
-    return spawnSync(cmd!, args, { encoding: "utf8" }).status;
-  };
   const headers = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
 
   let child = await start();
@@ -132,4 +138,19 @@ test("the CMD serves, its HEALTHCHECK passes, SIGTERM ends it with 0, the data d
   expect(again.status).toBe(200);
   expect(((await again.json()) as { description: string }).description).toBe("kept");
   expect(await stopped(child)).toBe(0);
+});
+
+test("served over TLS (and mutual TLS), the HEALTHCHECK still passes; stopped, it fails", async () => {
+  const pki = makePki();
+  try {
+    const tls = ["--tls-cert", pki.server.cert, "--tls-key", pki.server.key];
+    for (const extra of [tls, [...tls, "--tls-client-ca", pki.ca]]) {
+      const child = await start(extra);
+      expect(healthcheck()).toBe(0);
+      expect(await stopped(child)).toBe(0);
+      expect(healthcheck()).toBe(1);
+    }
+  } finally {
+    pki.cleanup();
+  }
 });
