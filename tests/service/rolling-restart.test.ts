@@ -119,6 +119,18 @@ async function until<T>(
   }
 }
 
+/** Waits until HAProxy's checks give its servers these states, in order ("UP, DOWN, DOWN"). */
+async function untilStates(lb: Haproxy, expected: string, what: string): Promise<void> {
+  const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
+  await until(
+    () => `HAProxy to see ${what}`,
+    scaled(60_000),
+    async () => ((await states()) === expected ? true : undefined),
+  ).catch(async (e: Error) => {
+    throw new Error(`${e.message}: ${await states()}\n${lb.stderr()}`);
+  });
+}
+
 interface Answer {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -354,15 +366,8 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
         started,
       );
       stillRunning(() => lb.child.kill("SIGKILL"));
-      const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
       // HAProxy starts with every server UP: wait for its checks to have marked the two down.
-      await until(
-        () => "HAProxy to see edge1 UP, edge2 and edge3 DOWN",
-        scaled(60_000),
-        async () => ((await states()) === "UP, DOWN, DOWN" ? true : undefined),
-      ).catch(async (e: Error) => {
-        throw new Error(`${e.message}: ${await states()}`);
-      });
+      await untilStates(lb, "UP, DOWN, DOWN", "edge1 UP, edge2 and edge3 DOWN");
       const base = new URL(lb.url);
       const agent = new http.Agent({ keepAlive: false });
       const passed = await request(agent, base, "GET", "/edges/https");
@@ -375,13 +380,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
       );
 
       ready = false;
-      await until(
-        () => "HAProxy to see every replica DOWN",
-        scaled(60_000),
-        async () => ((await states()) === "DOWN, DOWN, DOWN" ? true : undefined),
-      ).catch(async (e: Error) => {
-        throw new Error(`${e.message}: ${await states()}`);
-      });
+      await untilStates(lb, "DOWN, DOWN, DOWN", "every replica DOWN");
       const own = await request(agent, base, "POST", "/edges/https", { body: {} });
       expect({
         status: own.status,
@@ -443,14 +442,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
         { frontendPem, replicasCa: pki.ca },
       );
       stillRunning(() => lb.child.kill("SIGKILL"));
-      const states = async () => (await lb.servers()).map((s) => s.status).join(", ");
-      await until(
-        () => "HAProxy to see edge1 UP, edge2 and edge3 DOWN",
-        scaled(60_000),
-        async () => ((await states()) === "UP, DOWN, DOWN" ? true : undefined),
-      ).catch(async (e: Error) => {
-        throw new Error(`${e.message}: ${await states()}\n${lb.stderr()}`);
-      });
+      await untilStates(lb, "UP, DOWN, DOWN", "edge1 UP, edge2 and edge3 DOWN");
       // Why, in HAProxy's words: the name, then the chain.
       expect(lb.stderr()).toMatch(/edge2 is DOWN.*SSL certificate different from the configured one/);
       expect(lb.stderr()).toMatch(/edge3 is DOWN.*Layer6/);
