@@ -12,8 +12,10 @@ import { promisify } from "node:util";
 import { startServer, type RunningServer } from "../../service/http/server";
 import { ensureBuilt, ROOT } from "../support/edge-service";
 
+// The bundled service is dist/service but its in-process transport (embedded.js), a few lines
+// that load the service on the first call.
 const HEAVY =
-  /[/\\]node_modules[/\\](@libsql|libsql|hono|@hono|prom-client)[/\\]|[/\\]dist[/\\]sdk[/\\]service[/\\]/;
+  /[/\\]node_modules[/\\](@libsql|libsql|hono|@hono|prom-client)[/\\]|[/\\]dist[/\\]service[/\\](?!embedded\.js$)/;
 
 /** In a child process: load the package as a program and as the engine's provider process do, create and delete an edge. */
 const SCRIPT = `
@@ -62,6 +64,7 @@ test("control: the embedded default does load them (so the check above can see t
   expect(id).toMatch(/^edghts_/);
   expect(heavy.some((p) => /libsql/.test(p))).toBe(true);
   expect(heavy.some((p) => /hono/.test(p))).toBe(true);
+  expect(heavy.some((p) => /[/\\]dist[/\\]service[/\\]store[/\\]/.test(p))).toBe(true);
   // Metrics are the server's: an in-process service never loads prom-client.
   expect(heavy.some((p) => /prom-client/.test(p))).toBe(false);
 });
