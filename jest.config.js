@@ -14,4 +14,6 @@ module.exports = {
   // The run leaves no process and no edge-* temp directory behind (asserted at the end).
   globalSetup: "<rootDir>/tests/support/global-setup.ts",
   globalTeardown: "<rootDir>/tests/support/global-teardown.ts",
+  // Each test file's time at the end of the run (CI's log shows where the time goes).
+  reporters: ["default", "<rootDir>/tests/support/suite-times.js"],
 };
