@@ -8,6 +8,7 @@ const fs = require("node:fs");
 const path = require("node:path");
 
 class SuiteTimes {
+  /** @param {import("@jest/reporters").Config.GlobalConfig} globalConfig */
   constructor(globalConfig) {
     this.rootDir = globalConfig.rootDir;
     /** @type {{ file: string, seconds: number, tests: number, failed: number }[]} */
@@ -15,6 +16,10 @@ class SuiteTimes {
     this.started = Date.now();
   }
 
+  /**
+   * @param {unknown} _test
+   * @param {import("@jest/reporters").TestResult} result
+   */
   onTestResult(_test, result) {
     const { start, end } = result.perfStats;
     this.rows.push({
@@ -42,6 +47,7 @@ class SuiteTimes {
   }
 }
 
+/** @param {number} sum @param {number} wall */
 const wallWorkers = (sum, wall) => (wall > 0 ? (sum / wall).toFixed(1) : "0");
 
 module.exports = SuiteTimes;
