@@ -2,7 +2,7 @@
  * `pulumi-edge drift`: the drift check of a fleet of stacks in one command, one report, one exit
  * code. The report goes to stdout (table, Markdown or JSON), progress to stderr.
  */
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { createInterface } from "node:readline/promises";
 import { parseCommandLine, UsageError, usageExit } from "../../sdk/command-line";
@@ -31,6 +31,7 @@ import {
   stackReads,
 } from "./run";
 import { findUnmanaged } from "./unmanaged";
+import { isProjectDir } from "../../provider/pulumi-files";
 
 export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--project DIR]... [--projects-dir DIR]...
                          [--path fast|refresh|engine] [--parallel 4] [--format table|markdown|json]
@@ -147,9 +148,9 @@ async function drift(argv: string[]): Promise<number> {
     projectsDirs: values["projects-dir"],
   };
   if (selection.stacks.length + selection.projects.length + selection.projectsDirs.length === 0) {
-    if (!existsSync("Pulumi.yaml") && !existsSync("Pulumi.yml"))
+    if (!isProjectDir("."))
       return usage(
-        "no stacks given and no Pulumi.yaml here: give --stack DIR:STACK, --project DIR or --projects-dir DIR",
+        "no stacks given and no Pulumi project file (Pulumi.json, Pulumi.yaml or Pulumi.yml) here: give --stack DIR:STACK, --project DIR or --projects-dir DIR",
       );
     selection.projects = ["."];
   }

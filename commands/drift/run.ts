@@ -4,7 +4,7 @@
  * engine's events into a StackReport. `--remediate` runs `up --refresh` on the drifted ones.
  * A stack that cannot be checked is reported with the engine's message; it never stops the others.
  */
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CommandError,
@@ -14,6 +14,7 @@ import {
   type Stack,
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
+import { isProjectDir } from "../../provider/pulumi-files";
 import { UsageError, withoutColours } from "../../sdk/command-line";
 import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../../provider/identity";
@@ -80,9 +81,6 @@ export function parseStackArg(arg: string): Target {
   return { dir: arg.slice(0, at), stack: arg.slice(at + 1) };
 }
 
-const isProject = (dir: string) =>
-  existsSync(join(dir, "Pulumi.yaml")) || existsSync(join(dir, "Pulumi.yml"));
-
 /** A pseudo-stack for a directory whose stacks could not be listed: reported as an error. */
 const unlisted = (dir: string, error: string): StackReport => ({
   dir,
@@ -114,14 +112,19 @@ export async function resolveTargets(
     }
     const found = entries
       .map((e) => join(parent, e))
-      .filter((d) => statSync(d).isDirectory() && isProject(d));
+      .filter((d) => statSync(d).isDirectory() && isProjectDir(d));
     if (found.length === 0)
-      failures.push(unlisted(parent, "no Pulumi project (a directory with a Pulumi.yaml) in it"));
+      failures.push(
+        unlisted(
+          parent,
+          "no Pulumi project (a directory with a Pulumi.json, Pulumi.yaml or Pulumi.yml) in it",
+        ),
+      );
     projects.push(...found);
   }
   for (const dir of projects) {
-    if (!isProject(dir)) {
-      failures.push(unlisted(dir, "not a Pulumi project: no Pulumi.yaml in it"));
+    if (!isProjectDir(dir)) {
+      failures.push(unlisted(dir, "not a Pulumi project: no Pulumi.json, Pulumi.yaml or Pulumi.yml in it"));
       continue;
     }
     try {

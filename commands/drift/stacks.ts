@@ -14,7 +14,7 @@ import {
 } from "@pulumi/pulumi/automation";
 import { configKeysRead } from "../../provider/config";
 import { isProps } from "../../provider/model/check";
-import { readPulumiFile, stackConfigDir, stackFileBase } from "../../provider/pulumi-files";
+import { readProject, readStackSettings } from "../../provider/pulumi-files";
 
 /** One stack of one project directory. */
 export interface Target {
@@ -131,9 +131,9 @@ export function configFromFiles(
   stack: string,
   env: NodeJS.ProcessEnv,
 ): ConfigMap | undefined {
-  const project = readPulumiFile(workDir, "Pulumi");
+  const project = readProject(workDir);
   if (typeof project === "string" || "config" in project) return undefined;
-  const settings = readPulumiFile(stackConfigDir(workDir, project), stackFileBase(stack));
+  const settings = readStackSettings(workDir, stack);
   if (settings === "missing") return {}; // no settings file: no stack config
   if (settings === "unreadable" || "environment" in settings) return undefined;
   const values = settings.config ?? {};

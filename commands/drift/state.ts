@@ -17,7 +17,7 @@ import {
   TYPE_NAMES,
 } from "../../provider/lifecycle";
 import { isProps, type Props } from "../../provider/model/check";
-import { readPulumiFile } from "../../provider/pulumi-files";
+import { readProject } from "../../provider/pulumi-files";
 
 /** What `pulumi stack export` holds of a resource: the fields read here, the rest let through. */
 const stateResourceSchema = z.looseObject({
@@ -117,7 +117,7 @@ export const objectKey = (type: string, id: string): string => `${type}:${id}`;
 
 /** The program's directory: the project's, or its `main` (where the provider runs). */
 export function programDir(projectDir: string): string {
-  const project = readPulumiFile(projectDir, "Pulumi");
+  const project = readProject(projectDir);
   const main = typeof project === "object" && typeof project.main === "string" ? project.main : ".";
   // `main` may name a file: its directory is the program's.
   return resolve(projectDir, /\.[cm]?[jt]s$|\.py$/.test(main) ? join(main, "..") : main);

@@ -11,7 +11,7 @@
  * matter for two copies of one state (each stack has its own random anchor), and the README says so.
  *
  * Resolved as the CLI resolves it (pulumi 3.259.0), from what the engine hands a provider:
- * - the project: `Pulumi.yaml` of project `PULUMI_PROJECT` (the engine sets it for every provider),
+ * - the project: the project file (`Pulumi.json`, `.yaml` or `.yml`: ../pulumi-files) of project `PULUMI_PROJECT` (the engine sets it for every provider),
  *   in the CLI's working directory or the nearest directory above it (the CLI's own lookup: it is
  *   where an inline Automation API program's workspace writes `Pulumi.yaml`), else in the
  *   provider's working directory (the program's: the project's `main`) or above;
@@ -28,7 +28,7 @@
 import { readFileSync, readlinkSync, realpathSync } from "node:fs";
 import { userInfo } from "node:os";
 import { basename, dirname, isAbsolute, join, resolve } from "node:path";
-import { readPulumiFile } from "../pulumi-files";
+import { projectFileIn } from "../pulumi-files";
 
 /** Why the place cannot be told, for the one warning that says so. */
 export class UnknownPlace {
@@ -89,13 +89,15 @@ export function findProject(
   const starts = from.filter((d): d is string => d !== undefined);
   for (const start of starts) {
     for (let dir = resolve(start); ; dir = dirname(dir)) {
-      const config = readYaml(dir, "Pulumi");
+      const file = projectFileIn(dir);
+      // A broken project file is the engine's to report: read as holding nothing.
+      const config = file === undefined ? undefined : file.config === "unreadable" ? {} : file.config;
       if (config !== undefined && (!name || config.name === name)) return { root: dir, config };
       if (dirname(dir) === dir) break;
     }
   }
   return new UnknownPlace(
-    `no Pulumi.yaml${name ? ` of project "${name}"` : ""} in ${starts.join(" or ")} or above`,
+    `no project file (Pulumi.json, Pulumi.yaml or Pulumi.yml)${name ? ` of project "${name}"` : ""} in ${starts.join(" or ")} or above`,
   );
 }
 
@@ -187,9 +189,3 @@ function accountHome(): string {
 
 const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object";
 const nonEmpty = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
-
-/** A Pulumi file's mapping; undefined when missing, {} when broken (the engine reports that). */
-function readYaml(dir: string, base: string): Record<string, unknown> | undefined {
-  const file = readPulumiFile(dir, base);
-  return file === "missing" ? undefined : file === "unreadable" ? {} : file;
-}

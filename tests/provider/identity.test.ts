@@ -177,8 +177,27 @@ describe("where the state lives, as the CLI resolves it", () => {
     // An inline Automation API program: the provider runs where the calling process does.
     expect(placeOf(at({ cwd: elsewhere, cliCwd: workDir }))).toBe("s3://from-workspace");
     expect(placeOf(at({ cwd: elsewhere }))).toEqual(
-      new UnknownPlace(`no Pulumi.yaml of project "shop" in ${elsewhere} or above`),
+      new UnknownPlace(
+        `no project file (Pulumi.json, Pulumi.yaml or Pulumi.yml) of project "shop" in ${elsewhere} or above`,
+      ),
     );
+  });
+
+  test("every project file the CLI accepts, in its order: Pulumi.json, then .yaml, then .yml", () => {
+    const json = join(dir, "json");
+    mkdirSync(json);
+    writeFileSync(
+      join(json, "Pulumi.json"),
+      JSON.stringify({ name: "shop", runtime: "nodejs", backend: { url: "s3://from-json" } }),
+    );
+    expect(placeOf(at({ cwd: json }))).toBe("s3://from-json");
+    // Beside it, a YAML file is not the CLI's project: the JSON one is.
+    project(json, "backend:\n  url: s3://from-yaml\n");
+    expect(placeOf(at({ cwd: json }))).toBe("s3://from-json");
+    const yml = join(dir, "yml");
+    mkdirSync(yml);
+    writeFileSync(join(yml, "Pulumi.yml"), "name: shop\nruntime: nodejs\nbackend:\n  url: s3://from-yml\n");
+    expect(placeOf(at({ cwd: yml }))).toBe("s3://from-yml");
   });
 
   test("`main: src/`: found above the program's directory, and must be PULUMI_PROJECT", () => {
