@@ -8,8 +8,15 @@
  */
 import type * as dynamic from "@pulumi/pulumi/dynamic";
 import { withLastWrite } from "../engine/call";
-import type { ProviderProcess } from "../engine/process";
-import { ANCHOR_KEY, isAnchor } from "../identity";
+import type { CreateAnchor, ProviderProcess } from "../engine/process";
+import {
+  ANCHOR_KEY,
+  isAnchor,
+  ORGANIZATION_KEY,
+  PLACE_KEY,
+  STACK_ANCHOR,
+  STACK_ANCHOR_NAME,
+} from "../identity";
 import { concealLeaves, isSecretWrapper } from "../engine/secrets";
 import { type Inputs, LIFECYCLES, type ResourceKind } from "../lifecycle";
 import { checkedInputs } from "../lifecycle/types";
@@ -31,11 +38,24 @@ const urnOf = (inputs: unknown): string | undefined => {
   return typeof urn === "string" && urn !== "" ? urn : undefined;
 };
 
-/** The stack's anchor a resource's inputs carry (see resources/glue), if any. */
-const anchorOf = (inputs: unknown): string | undefined => {
-  const anchor = split(inputs).face[ANCHOR_KEY];
-  return isAnchor(anchor) ? anchor : undefined;
-};
+/**
+ * The stack's anchor a resource's inputs carry (see resources/glue), with its recorded place and
+ * the stack's organization, for the create to judge where the state lives now.
+ */
+function anchorOf(inputs: unknown, urn: string | undefined): CreateAnchor {
+  const { face } = split(inputs);
+  const anchor = face[ANCHOR_KEY];
+  const place = face[PLACE_KEY];
+  const organization = face[ORGANIZATION_KEY];
+  // The StackAnchor's URN: this resource's stack and project (`urn:pulumi:<stack>::<project>::…`).
+  const [stack, project] = (urn ?? "").replace(/^urn:pulumi:/, "").split("::");
+  const anchorUrn = `urn:pulumi:${stack}::${project}::pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}::${STACK_ANCHOR_NAME}`;
+  return {
+    record: isAnchor(anchor) ? { anchor, ...(typeof place === "string" ? { place } : {}) } : undefined,
+    organization: typeof organization === "string" ? organization : undefined,
+    renew: `Run \`pulumi up\` once without --target, or with the stack's anchor among the targets: --target '${anchorUrn}' (the anchor is judged, and renewed, where it is part of the run).`,
+  };
+}
 
 /**
  * The `StackAnchor` resource (see resources/glue): its create makes the stack's anchor
@@ -55,7 +75,8 @@ export function stackAnchorProvider(host: ProviderProcess): dynamic.ResourceProv
   return {
     check: async (_olds, news) => ({ inputs: news }),
     diff: async (_id, olds, news) => ({ changes: judged(olds, news).changed }),
-    create: async () => ({ id: "anchor", outs: outs(host.newAnchor()) }),
+    // A stack's first anchor: judged from nothing, so an unknown place is said.
+    create: async (news) => ({ id: "anchor", outs: outs(judged({}, news).record) }),
     update: async (_id, olds, news) => ({ outs: outs(judged(olds, news).record) }),
     read: async (id, props) => ({ id, props }),
     delete: async () => undefined,
@@ -104,7 +125,7 @@ export function dynamicProvider<K extends ResourceKind>(
     },
     async create(inputs) {
       const urn = urnOf(inputs);
-      const { client, ctx } = host.operation(urn, { create: { anchor: anchorOf(inputs) } });
+      const { client, ctx } = host.operation(urn, { create: anchorOf(inputs, urn) });
       const { id, outs } = await life.create(client, typed(inputs), ctx);
       return { id, outs: withUrn(withLastWrite(concealed(outs), client), urn) };
     },

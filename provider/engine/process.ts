@@ -29,6 +29,7 @@ import {
   type Surroundings,
   surroundings,
   UnknownPlace,
+  unknownPlace,
 } from "../identity";
 import { HeldObjects } from "../lifecycle/held";
 import type { OperationContext, ResourceLog } from "../lifecycle";
@@ -40,6 +41,26 @@ const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** A retry as the CLI shows it: what failed, and how long the call may still go on. */
 function retryText(n: RetryNotice): string {
   return `${n.operation}: ${n.reason} (attempt ${n.attempt}); retrying in ${secondsText(n.delayMs)}, giving up in ${secondsText(n.remainingMs)} (edge:requestDeadlineMs)`;
+}
+
+/** What a create knows of the stack's anchor: as its face received it, with what renews it. */
+export interface CreateAnchor {
+  /** The anchor and the place recorded with it, as this run's state holds them. */
+  record: AnchorRecord | undefined;
+  /** The stack's organization, where the face knows it (../identity/place). */
+  organization?: string;
+  /** What the user runs to have the anchor judged (and renewed) in this run: the face's words. */
+  renew: string;
+}
+
+/** Why a create is refused whose anchor does not name the stack where its state lives now. */
+function anchorNotJudged(was: string | undefined, here: Place | UnknownPlace, renew: string): string {
+  const now = here instanceof UnknownPlace ? `a place that cannot be told (${here.reason})` : here;
+  return (
+    `this stack's anchor was recorded at ${was ?? "a place that could not be told"}, and its state now lives at ${now}: ` +
+    `the state was copied or moved (or its place is unknown), and this run has not given it an anchor of its own, ` +
+    `so a create under the old anchor could take the original stack's objects. Nothing was created. ${renew}`
+  );
 }
 
 export class ProviderProcess {
@@ -93,12 +114,15 @@ export class ProviderProcess {
     return place;
   }
 
-  /** A new anchor, for a stack whose state holds none (or one that no longer serves). */
-  newAnchor(): AnchorRecord {
+  /**
+   * A new anchor, for a stack whose state holds none (or one that no longer serves), recorded with
+   * the place of the stack's state (`organization`: the stack's, where the face knows it).
+   */
+  newAnchor(organization?: string): AnchorRecord {
     const anchor = anchorValue();
     this.born.add(anchor);
-    const here = this.place();
-    return { anchor, place: here instanceof UnknownPlace ? undefined : here };
+    const here = this.place(organization);
+    return here instanceof UnknownPlace ? { anchor } : { anchor, place: here };
   }
 
   /**
@@ -110,18 +134,21 @@ export class ProviderProcess {
     stored: { anchor?: unknown; place?: unknown },
     log: ResourceLog,
     organization?: string,
-    fresh: () => AnchorRecord = () => this.newAnchor(),
+    fresh: () => AnchorRecord = () => this.newAnchor(organization),
   ): { record: AnchorRecord; changed: boolean } {
-    const verdict = judgeAnchor(stored, this.place(organization));
+    const here = this.place(organization);
+    const verdict = judgeAnchor(stored, here);
+    if (verdict.action === "new" && verdict.why) this.warnOnce(`anchor ${verdict.why}`, log, verdict.why);
+    // An anchor kept or made where the place cannot be told is never kept in silence.
+    if (here instanceof UnknownPlace) this.warnOnce(`unknown place`, log, unknownPlace(here));
     if (verdict.action === "keep") return { record: verdict.record, changed: verdict.changed };
-    if (verdict.why) this.warnOnce(`anchor ${verdict.why}`, log, verdict.why);
     return { record: fresh(), changed: true };
   }
 
   /** The client and context of one operation of `urn` (see OperationContext). */
   operation(
     urn: string | undefined,
-    opts: { create?: { anchor: string | undefined }; stored?: unknown } = {},
+    opts: { create?: CreateAnchor; stored?: unknown } = {},
   ): { client: EdgeClient; ctx: OperationContext } {
     const log = this.log(urn);
     const client = edgeClient(this.settings()).with({ onRetry: (n) => log.info(retryText(n)) });
@@ -131,7 +158,7 @@ export class ProviderProcess {
       client,
       ctx: {
         log,
-        identity: opts.create ? this.identityOf(urn, opts.create.anchor, log) : undefined,
+        identity: opts.create ? this.identityOf(urn, opts.create, log) : undefined,
         held: this.held,
         name,
         lastWrite: lastWriteOf(opts.stored),
@@ -139,12 +166,13 @@ export class ProviderProcess {
     };
   }
 
-  /** The identity of a create of `urn` under the stack's `anchor` (../identity). */
-  private identityOf(
-    urn: string | undefined,
-    anchor: string | undefined,
-    log: ResourceLog,
-  ): string | undefined {
+  /**
+   * The identity of a create of `urn` under the stack's anchor (../identity), judged here where the
+   * state lives now: a run that did not judge the stack's anchor itself (a targeted run that leaves
+   * the StackAnchor out, on a copied state) must not create under its original's anchor.
+   */
+  private identityOf(urn: string | undefined, create: CreateAnchor, log: ResourceLog): string | undefined {
+    const anchor = create.record?.anchor;
     if (urn === undefined || anchor === undefined) {
       // Neither face gets here for a resource it registered; a create without an anchor is made
       // once within this run's retries only.
@@ -155,6 +183,11 @@ export class ProviderProcess {
       );
       return undefined;
     }
+    const here = this.place(create.organization);
+    if (judgeAnchor({ anchor, place: create.record?.place }, here).action !== "keep") {
+      throw new Error(anchorNotJudged(create.record?.place, here, create.renew));
+    }
+    if (here instanceof UnknownPlace) this.warnOnce(`unknown place`, log, unknownPlace(here));
     assertAnchorKept(this.born.has(anchor), this.env);
     return anchoredIdentity(anchor, urn);
   }

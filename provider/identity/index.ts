@@ -33,8 +33,12 @@ export {
   anchorValue,
   isAnchor,
   judgeAnchor,
+  ORGANIZATION_KEY,
   PLACE_KEY,
   STACK_ANCHOR,
+  STACK_ANCHOR_NAME,
+  UNKNOWN_PLACE_FIX,
+  unknownPlace,
 } from "./anchor";
 export { type Place, placeOf, surroundings, type Surroundings, UnknownPlace } from "./place";
 

@@ -178,17 +178,18 @@ export class EdgeProvider implements provider.Provider {
     return !isDeepStrictEqual(without(olds), without(news));
   }
 
-  /** The stack's anchor, as the engine configured this provider (../identity). */
-  private anchor: string | undefined;
+  /** The stack's anchor and its place, as the engine configured this provider (../identity). */
+  private anchor: AnchorRecord | undefined;
 
   /** Called with the provider's configuration (see serve.ts: the framework does not pass it on). */
   configure({ args, variables, name, urn }: ProviderConfig): void {
     // A new anchor this process's CheckConfig gave the provider resource (a first update, a copy,
     // a damaged anchor) is in the state from this run on; but where DiffConfig saw no other change
     // the engine configures the provider with the old inputs, so the new anchor is taken from here.
-    const made = urn === undefined ? undefined : this.born.get(urn)?.anchor;
-    const anchor = made ?? args[ANCHOR_KEY];
-    this.anchor = isAnchor(anchor) ? anchor : undefined;
+    const made = urn === undefined ? undefined : this.born.get(urn);
+    const anchor = made?.anchor ?? args[ANCHOR_KEY];
+    const place = made ? made.place : args[PLACE_KEY];
+    this.anchor = isAnchor(anchor) ? { anchor, ...(typeof place === "string" ? { place } : {}) } : undefined;
     // A default provider takes the stack's current config, which the engine hands the plugin
     // even where `args` are those saved at the last update (refresh and destroy without
     // --run-program): a key rotated or revoked since is the one used.
@@ -238,7 +239,13 @@ export class EdgeProvider implements provider.Provider {
 
   async create(urn: string, inputs: unknown): Promise<provider.CreateResult> {
     const { kind, handler } = handlerFor(urn);
-    const { client, ctx } = this.host.operation(urn, { create: { anchor: this.anchor } });
+    const { client, ctx } = this.host.operation(urn, {
+      create: {
+        record: this.anchor,
+        renew:
+          "Run `pulumi up` once without --target: the provider resource then gives the stack an anchor of its own.",
+      },
+    });
     const { id, outs } = await handler.create(client, reveal(inputs), ctx);
     return {
       id: resourceId(kind, id, outs),

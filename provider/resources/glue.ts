@@ -15,10 +15,14 @@
  *   resource of ours, deleted last): the other half of that identity (provider/identity). The
  *   anchor is told the stack's organization, which names where the state lives on a backend that
  *   several organizations share (identity/place).
- * Diffs ignore all three.
+ * - `__anchorPlace` (the place the anchor was recorded at) and, off a file backend's default
+ *   organization, `__organization`: a create judges its anchor where the state lives now, so that a
+ *   run that leaves the StackAnchor out (`--target`) cannot create under a copied state's original
+ *   anchor.
+ * Diffs ignore all of them.
  */
 import * as pulumi from "@pulumi/pulumi";
-import { ANCHOR_KEY, STACK_ANCHOR } from "../identity";
+import { ANCHOR_KEY, ORGANIZATION_KEY, PLACE_KEY, STACK_ANCHOR, STACK_ANCHOR_NAME } from "../identity";
 import type { ProviderKind } from "../runtime";
 
 /** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
@@ -32,6 +36,8 @@ const providerModule = (kind: ProviderKind | "stackAnchor"): string =>
  */
 class StackAnchor extends pulumi.CustomResource {
   declare readonly anchor: pulumi.Output<string>;
+  /** Where the state lived when the anchor was made; absent where that could not be told. */
+  declare readonly place: pulumi.Output<string | undefined>;
   constructor() {
     const token = `pulumi-nodejs:dynamic/edge:${STACK_ANCHOR}`;
     super(token, STACK_ANCHOR_NAME, {
@@ -53,16 +59,13 @@ function organization(): string | undefined {
   }
 }
 
-/** The StackAnchor resource's name: one per stack. */
-const STACK_ANCHOR_NAME = "pulumi-edge";
-
 /**
  * What a deployment's program has done once: made its stack's anchor, checked its config. An
  * Automation API process may run several deployments, one after another or at once, so this is
  * keyed by the deployment's monitor; resource constructors are handed nothing else to hold it.
  */
 interface Deployment {
-  anchor?: pulumi.Output<string>;
+  anchor?: StackAnchor;
   configChecked?: boolean;
 }
 const deployments = new WeakMap<object, Deployment>();
@@ -76,12 +79,21 @@ function deployment(): Deployment | undefined {
   return known;
 }
 
-/** One anchor per deployment. */
-function stackAnchor(): pulumi.Output<string> | undefined {
+/**
+ * What a resource's creates need of the stack's anchor (one per deployment): the anchor, the place
+ * it was recorded at, and the stack's organization where it names the place (a file backend's
+ * default organization names nothing, and costs the state nothing).
+ */
+function anchorInputs(): pulumi.Inputs {
   const d = deployment();
-  if (!d) return undefined;
-  d.anchor ??= new StackAnchor().anchor;
-  return d.anchor;
+  if (!d) return {};
+  d.anchor ??= new StackAnchor();
+  const org = organization();
+  return {
+    [ANCHOR_KEY]: d.anchor.anchor,
+    [PLACE_KEY]: d.anchor.place,
+    ...(org === undefined || org === "organization" ? {} : { [ORGANIZATION_KEY]: org }),
+  };
 }
 
 /**
@@ -144,7 +156,7 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
         __provider: providerModule(kind),
         // A lookup (`get`) creates nothing: it needs no identity.
         __urn: opts.id === undefined ? urnOf(name, token, opts.parent) : undefined,
-        [ANCHOR_KEY]: opts.id === undefined ? stackAnchor() : undefined,
+        ...(opts.id === undefined ? anchorInputs() : {}),
       },
       opts,
     );

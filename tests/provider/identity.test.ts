@@ -73,23 +73,21 @@ describe("the anchor a run keeps (judgeAnchor)", () => {
     );
   });
 
-  test("no place recorded yet: kept, and the place recorded", () => {
-    expect(judgeAnchor({ anchor }, here)).toEqual({
-      action: "keep",
-      record: { anchor, place: here },
-      changed: true,
-    });
+  test("made where no place could be told, known now: a new anchor, said (a copy could share it)", () => {
+    const verdict = judgeAnchor({ anchor }, here);
+    expect(verdict.action).toBe("new");
+    expect(verdict.action === "new" && verdict.why).toMatch(
+      /made where the state's place could not be told, and it now lives at file:\/\/\/srv\/state/,
+    );
   });
 
-  test("no place can be told now: kept as it is", () => {
+  test("no place can be told now: a recorded one may be a copy's (a new anchor); none recorded is kept", () => {
     const unknown = new UnknownPlace("encrypted login");
-    for (const place of [here, undefined]) {
-      expect(judgeAnchor({ anchor, place }, unknown)).toEqual({
-        action: "keep",
-        record: { anchor, place },
-        changed: false,
-      });
-    }
+    const verdict = judgeAnchor({ anchor, place: here }, unknown);
+    expect(verdict.action === "new" && verdict.why).toMatch(
+      /written at file:\/\/\/srv\/state, and where it lives now cannot be told \(encrypted login\): it may be a copy.*PULUMI_BACKEND_URL/,
+    );
+    expect(judgeAnchor({ anchor }, unknown)).toEqual({ action: "keep", record: { anchor }, changed: false });
   });
 
   test("no anchor: a new one, nothing to say; not an anchor (edited, damaged): a new one, said", () => {
@@ -117,10 +115,14 @@ describe("a create's anchor in fast mode", () => {
   test("the provider process refuses such a create, and only such", () => {
     const env = { PULUMI_SKIP_CHECKPOINTS: "true", PULUMI_BACKEND_URL: "s3://b" };
     const host = new ProviderProcess(env, () => ({ cwd: dir, env, home: dir }));
-    const made = host.newAnchor().anchor;
-    expect(() => host.operation(URN, { create: { anchor: made } })).toThrow(/PULUMI_SKIP_CHECKPOINTS is set/);
+    const renew = "renew it";
+    const made = host.newAnchor();
+    expect(() => host.operation(URN, { create: { record: made, renew } })).toThrow(
+      /PULUMI_SKIP_CHECKPOINTS is set/,
+    );
     const fromState = "c".repeat(43);
-    expect(host.operation(URN, { create: { anchor: fromState } }).ctx.identity).toBe(
+    const record = { anchor: fromState, place: "s3://b" };
+    expect(host.operation(URN, { create: { record, renew } }).ctx.identity).toBe(
       anchoredIdentity(fromState, URN),
     );
   });
@@ -150,6 +152,55 @@ describe("the provider process's anchor", () => {
     const stored = { anchor: "e".repeat(43), place: "s3://team-state (organization acme)" };
     expect(h.anchorFor(stored, quiet, "acme").changed).toBe(false);
     expect(h.anchorFor(stored, quiet, "globex").record.anchor).not.toBe(stored.anchor);
+  });
+});
+
+describe("a create judges its anchor where the state lives now", () => {
+  const env = { PULUMI_BACKEND_URL: "s3://copy-state" };
+  const host = () => new ProviderProcess(env, () => ({ cwd: dir, env, home: dir }));
+  const renew = "Run `pulumi up` once without --target.";
+
+  test("an anchor recorded elsewhere (a copy the run did not renew: --target) is refused, naming the fix", () => {
+    const record = { anchor: "f".repeat(43), place: "s3://original-state" };
+    expect(() => host().operation(URN, { create: { record, renew } })).toThrow(
+      /recorded at s3:\/\/original-state, and its state now lives at s3:\/\/copy-state.*Nothing was created\. Run `pulumi up` once without --target\./,
+    );
+    // The same anchor judged here is the stack's.
+    const here = { anchor: record.anchor, place: "s3://copy-state" };
+    expect(host().operation(URN, { create: { record: here, renew } }).ctx.identity).toBe(
+      anchoredIdentity(here.anchor, URN),
+    );
+  });
+
+  test("the organization is part of the place on a shared backend", () => {
+    const record = { anchor: "f".repeat(43), place: "s3://copy-state (organization acme)" };
+    expect(() => host().operation(URN, { create: { record, organization: "globex", renew } })).toThrow(
+      /Nothing was created/,
+    );
+    expect(
+      host().operation(URN, { create: { record, organization: "acme", renew } }).ctx.identity,
+    ).toBeDefined();
+  });
+
+  test("a new anchor is recorded with the organization, so the next run keeps it", () => {
+    const h = host();
+    const made = h.anchorFor({}, quiet, "acme").record;
+    expect(made.place).toBe("s3://copy-state (organization acme)");
+    expect(host().anchorFor(made, quiet, "acme")).toEqual({ record: made, changed: false });
+  });
+
+  test("where no place can be told, the anchor is kept, and that is said once per run", () => {
+    const unknownEnv = { PULUMI_PROJECT: "nowhere" };
+    const h = new ProviderProcess(unknownEnv, () => ({ cwd: dir, env: unknownEnv, home: dir }));
+    const { said, log } = heard();
+    const made = h.anchorFor({}, log).record;
+    expect(made.place).toBeUndefined();
+    expect(h.anchorFor(made, log)).toEqual({ record: made, changed: false });
+    h.operation(URN, { create: { record: made, renew } });
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(
+      /cannot be told \(no project file .*a copy of it .* would not be told apart.*PULUMI_BACKEND_URL/,
+    );
   });
 });
 
