@@ -47,6 +47,7 @@ import {
   redactSecrets,
   camel,
   queryString,
+  canonicalHostport,
 } from "../sdk/contract";
 import { type AuditActor, type AuditRecord, auditRecord, diffChanges } from "./audit";
 import { ApiError } from "./errors";
@@ -617,12 +618,15 @@ export class EdgeService {
     const found = await tx.findCreated(key);
     if (!found) return run.create({ key, request: fingerprint });
     if (found.table !== table || found.request !== fingerprint) {
-      throw ApiError.invalid([
-        {
-          field: IDEMPOTENCY_KEY_HEADER,
-          msg: `was already used for a different request (it made ${found.id}): send a new key with a new request`,
-        },
-      ]);
+      throw ApiError.invalid(
+        [
+          {
+            field: IDEMPOTENCY_KEY_HEADER,
+            msg: `was already used for a different request (it made ${found.id}): send a new key with a new request`,
+          },
+        ],
+        found.id,
+      );
     }
     ctx.onReplay?.();
     return run.existing(found);
@@ -856,14 +860,17 @@ async function edgeStillThere<T>(edgeId: string, write: () => Promise<T>, label 
   }
 }
 
-/** Hostports compare as hosts do: without regard to case. */
-const hostportKey = (hostport: string) => hostport.toLowerCase();
+/** Hostports compare in their one spelling (the contract's canonicalHostport). */
+const hostportKey = canonicalHostport;
 
 function hostportTaken(hostports: string[], edgeLabel: string, edgeId: string): ApiError {
   return new ApiError(
     "conflict",
     `hostport ${hostports.join(", ")} already belongs to ${edgeLabel} ${edgeId} (a hostport is served by one edge at a time)`,
-    { problems: [{ field: "hostports", msg: `already belongs to ${edgeLabel} ${edgeId}` }] },
+    {
+      problems: [{ field: "hostports", msg: `already belongs to ${edgeLabel} ${edgeId}` }],
+      objectId: edgeId,
+    },
   );
 }
 

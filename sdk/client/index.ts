@@ -39,6 +39,11 @@ export class EdgeApiError extends Error {
   readonly field?: string;
   readonly problems: Problem[];
   readonly operationId?: string;
+  /**
+   * The object the error is about (`details.object_id`): the edge holding a hostport (a 409), or
+   * the object a reused `Idempotency-Key` made (see `keyReused`).
+   */
+  readonly objectId?: string;
 
   constructor(init: {
     status: number;
@@ -47,6 +52,7 @@ export class EdgeApiError extends Error {
     field?: string;
     problems?: Problem[];
     operationId?: string;
+    objectId?: string;
     operation: string;
   }) {
     const where = init.field ? ` (field ${init.field})` : "";
@@ -59,6 +65,7 @@ export class EdgeApiError extends Error {
     this.field = init.field;
     this.problems = init.problems ?? (init.field ? [{ field: init.field, msg: init.msg }] : []);
     this.operationId = init.operationId;
+    this.objectId = init.objectId;
   }
 
   get isNotFound(): boolean {
@@ -235,6 +242,7 @@ export class EdgeClient extends EdgeOperations {
           field: details.field,
           problems: details.problems,
           operationId: details.operation_id ?? operationId,
+          objectId: details.object_id,
           operation,
         });
       }

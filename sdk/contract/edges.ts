@@ -7,13 +7,28 @@ import { keptText } from "./text";
 
 const HOSTPORT =
   /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?:(\d{1,5})$/;
-export const hostportSchema = keptText({ error: "must be a string" }).refine(
-  (s) => {
-    const m = HOSTPORT.exec(s);
-    return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;
-  },
-  { error: 'must have the form "host:port", e.g. "example.com:443"' },
-);
+/**
+ * A hostport's one spelling, the natural key of the edge serving it (docs/decisions.md#hostports):
+ * the host in lower case (DNS names compare without regard to case), the port in decimal without
+ * leading zeros. `Example.COM:0443` is `example.com:443`.
+ */
+export function canonicalHostport(hostport: string): string {
+  const at = hostport.lastIndexOf(":");
+  const port = hostport.slice(at + 1);
+  if (at < 0 || !/^\d+$/.test(port)) return hostport.toLowerCase();
+  return `${hostport.slice(0, at).toLowerCase()}:${Number(port)}`;
+}
+
+/** A hostport, taken in its one spelling (`canonicalHostport`): what is stored, answered and compared. */
+export const hostportSchema = keptText({ error: "must be a string" })
+  .refine(
+    (s) => {
+      const m = HOSTPORT.exec(s);
+      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 65535;
+    },
+    { error: 'must have the form "host:port", e.g. "example.com:443"' },
+  )
+  .overwrite(canonicalHostport);
 
 /** POST /edges/https and POST /edges/tls. */
 export const edgeCreateSchema = z.strictObject({
@@ -23,11 +38,11 @@ export const edgeCreateSchema = z.strictObject({
     .array(hostportSchema, { error: "must be a list of host:port strings" })
     .max(LIST_MAX_ITEMS.hostports, { error: tooManyItemsMessage(LIST_MAX_ITEMS.hostports) })
     .superRefine((hostports, ctx) => {
-      // Hosts compare without regard to case: "A.com:443" and "a.com:443" are one hostport.
+      // Each is in its one spelling already: "A.com:443" and "a.com:0443" are one hostport.
       const seen = new Set<string>();
       hostports.forEach((h, i) => {
-        if (seen.has(h.toLowerCase())) ctx.addIssue({ code: "custom", path: [i], message: "appears twice" });
-        seen.add(h.toLowerCase());
+        if (seen.has(h)) ctx.addIssue({ code: "custom", path: [i], message: "appears twice" });
+        seen.add(h);
       });
     })
     .default([])

@@ -47,6 +47,12 @@ export const errorBodySchema = z.object({
       field: z.string().optional(),
       /** Present when more than one field is at fault: every problem, one message each. */
       problems: z.array(problemSchema).optional(),
+      /**
+       * The object the error is about, where there is one: for a 409, the object that already
+       * holds the natural key (the edge serving a hostport); for an `Idempotency-Key` used before
+       * with another request, the object that key made (docs/decisions.md#errors).
+       */
+      object_id: z.string().optional(),
     })
     .passthrough()
     .default({}),

@@ -61,6 +61,9 @@ const MAYBE_SENT: ReadonlySet<string> = new Set([
   "ETIMEDOUT",
 ]);
 
+/** How long a call may go on, retries included, unless the caller says (`deadlineMs`). */
+export const DEFAULT_DEADLINE_MS = 60_000;
+
 /**
  * fetch to a running service, with the bearer key, a per-attempt timeout, and retries with
  * exponential backoff and jitter on 429/502/503/504 and connection errors, honouring
@@ -77,7 +80,7 @@ export function httpTransport(opts: HttpTransportOptions): Transport {
   const names = opts.settingNames ?? TRANSPORT_TLS_NAMES;
   const send = fetchFor(baseUrl, tls, names); // settings that cannot be used fail here, named
   const timeoutMs = opts.timeoutMs ?? 30_000;
-  const deadlineMs = opts.deadlineMs ?? 60_000;
+  const deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
   const retries = opts.retries ?? 10;
   const backoffMs = opts.backoffMs ?? 200;
   const maxDelayMs = opts.maxDelayMs ?? 10_000;

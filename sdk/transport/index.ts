@@ -1,3 +1,3 @@
 export type { RetryNotice, SendOptions, Transport } from "./types";
-export { httpTransport, type HttpTransportOptions } from "./http";
+export { DEFAULT_DEADLINE_MS, httpTransport, type HttpTransportOptions } from "./http";
 export type { ClientTlsNames, ClientTlsSettings } from "./tls";

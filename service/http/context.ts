@@ -101,6 +101,7 @@ export function errorResponse(c: EdgeContext, err: ApiError): Response {
       operation_id: id,
       ...(first ? { field: first.field } : {}),
       ...(err.problems.length > 1 ? { problems: err.problems } : {}),
+      ...(err.objectId === undefined ? {} : { object_id: err.objectId }),
     },
   };
   return new Response(JSON.stringify(body), {

@@ -12,6 +12,7 @@
 import {
   type AuditEvent,
   auditEventSchema,
+  canonicalHostport,
   isRouteModuleName,
   MATCH_TYPES,
   mapPaths,
@@ -92,7 +93,8 @@ export function edgeRow(raw: Raw): EdgeRow {
     kind: oneOf(EDGE_KINDS, raw, "kind"),
     description: text(raw, "description"),
     metadata: text(raw, "metadata"),
-    hostports: json<string[]>(raw, "hostports"),
+    // In their one spelling: rows written before hostports were taken so are answered so too.
+    hostports: json<string[]>(raw, "hostports").map(canonicalHostport),
     created_at: text(raw, "created_at"),
   };
 }

@@ -469,9 +469,46 @@ describe.each(FIXTURES)("a hostport belongs to one edge at a time %s", (_label, 
     ]);
   });
 
+  test("every spelling of one hostport is that hostport: taken in its one spelling, and a 409 naming the holder", async () => {
+    const made = await raw(fx.transport, "POST", "/edges/https", {
+      body: { hostports: [`${host("Spelled")}:443`] },
+    });
+    expect([made.status, made.json.hostports]).toEqual([201, [`${host("spelled")}:443`]]);
+    for (const [path, spelling] of [
+      ["/edges/https", `${host("spelled")}:0443`],
+      ["/edges/tls", `${host("SPELLED").toUpperCase()}:00443`],
+      ["/edges/tls", `${host("spelled")}:443`],
+    ] as const) {
+      const answer = await raw(fx.transport, "POST", path, { body: { hostports: [spelling] } });
+      expect([spelling, answer.status, answer.json.details.object_id]).toEqual([spelling, 409, made.json.id]);
+    }
+    const holders = [
+      ...(await fx.client.listHttpsEdges()).https_edges,
+      ...(await fx.client.listTlsEdges()).tls_edges,
+    ].filter((e) => e.hostports.includes(`${host("spelled")}:443`));
+    expect(holders.map((e) => e.id)).toEqual([made.json.id]);
+  });
+
+  test("an Idempotency-Key sent again with another request names the object it made", async () => {
+    const key = { "Idempotency-Key": `named-${fx.kind}-${Date.now()}` };
+    const first = await raw(fx.transport, "POST", "/edges/https", {
+      body: { description: "one" },
+      headers: key,
+    });
+    const other = await raw(fx.transport, "POST", "/edges/https", {
+      body: { description: "two" },
+      headers: key,
+    });
+    expect([other.status, other.json.details.field, other.json.details.object_id]).toEqual([
+      400,
+      "Idempotency-Key",
+      first.json.id,
+    ]);
+  });
+
   test("a hostport twice in one request is a 400 naming the second", async () => {
     const answer = await raw(fx.transport, "POST", "/edges/https", {
-      body: { hostports: [`${host("twice")}:443`, `${host("TWICE")}:443`] },
+      body: { hostports: [`${host("twice")}:443`, `${host("TWICE")}:0443`] },
     });
     expect([answer.status, answer.json.details.field]).toEqual([400, "hostports[1]"]);
   });

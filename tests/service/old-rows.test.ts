@@ -107,6 +107,7 @@ describe.each<[string, () => Promise<Place>]>([
   let oldRouteId: string;
   let newRouteId: string;
   let tlsEdgeId: string;
+  let spelledEdgeId: string;
   let server: RunningServer | undefined;
 
   beforeAll(async () => {
@@ -124,6 +125,7 @@ describe.each<[string, () => Promise<Place>]>([
       ).id;
       tlsEdgeId = (await client.createTlsEdge({ description: "old policy" })).id;
       await client.putTlsIpRestriction(tlsEdgeId, { ip_policy_ids: ["ipp_vpn"] });
+      spelledEdgeId = (await client.createHttpsEdge({ hostports: ["old-rows.example:443"] })).id;
     } finally {
       await first.close();
     }
@@ -143,6 +145,15 @@ describe.each<[string, () => Promise<Place>]>([
       [JSON.stringify(OLD_TLS_POLICY), tlsEdgeId],
     );
     expect(policyRows).toBe(1);
+    // A hostport as it was taken before it had one spelling.
+    const edgeRows = await place.exec(
+      {
+        sqlite: "UPDATE edges SET hostports = ? WHERE id = ?",
+        postgres: "UPDATE edges SET hostports = $1 WHERE id = $2",
+      },
+      [JSON.stringify(["Old-Rows.EXAMPLE:0443"]), spelledEdgeId],
+    );
+    expect(edgeRows).toBe(1);
     // A fresh process: nothing of the first one's (its GET cache) answers for the old rows.
     server = await start(place);
   });
@@ -174,6 +185,21 @@ describe.each<[string, () => Promise<Place>]>([
       expectedModule("compression", OLD_MODULES.compression, server!.url, oldRouteId),
     );
     expect(compression).toMatchObject({ enabled: true });
+  });
+
+  test("an old edge's hostport answers in its one spelling, and holds it against every spelling", async () => {
+    expect(await getJson(server!, `/edges/https/${spelledEdgeId}`)).toMatchObject({
+      hostports: ["old-rows.example:443"],
+    });
+    const res = await fetch(`${server!.url}/edges/tls`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ hostports: ["old-rows.example:443"] }),
+    });
+    expect([
+      res.status,
+      ((await res.json()) as { details: { object_id?: string } }).details.object_id,
+    ]).toEqual([409, spelledEdgeId]);
   });
 
   test("an old TLS edge's IP restriction answers with its default", async () => {
