@@ -116,6 +116,7 @@ export function dynamicProvider<K extends ResourceKind>(
     },
     async diff(id, olds, news) {
       const plan = life.diff(olds, typed(news), id);
+      host.diffed(kind, id, olds, plan);
       // Always a definite answer: a missing `changes` would make the engine diff inputs itself.
       return {
         changes: plan.changed.length > 0,

@@ -32,7 +32,10 @@ import {
   unknownPlace,
 } from "../identity";
 import { HeldObjects } from "../lifecycle/held";
-import type { OperationContext, ResourceLog } from "../lifecycle";
+import { LIFECYCLES, type OperationContext, type ResourceKind, type ResourceLog } from "../lifecycle";
+import { ReleaseBoard } from "../lifecycle/releases";
+import type { Plan } from "../plan/types";
+import { DEFAULT_DEADLINE_MS } from "../../sdk/transport";
 import { lastWriteOf } from "./call";
 import { EngineLog } from "./log";
 
@@ -41,6 +44,16 @@ const secondsText = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** A retry as the CLI shows it: what failed, and how long the call may still go on. */
 function retryText(n: RetryNotice): string {
   return `${n.operation}: ${n.reason} (attempt ${n.attempt}); retrying in ${secondsText(n.delayMs)}, giving up in ${secondsText(n.remainingMs)} (edge:requestDeadlineMs)`;
+}
+
+/** What a test replaces of a provider process: the rest is the process's own. */
+export interface ProcessSeams {
+  /** The client for the settings (default: `edgeClient`, one per configuration). */
+  clientOf?: (settings: ProviderSettings) => EdgeClient;
+  /** The log of a resource (default: the engine's, once connected; else stderr). */
+  logOf?: (urn: string | undefined) => ResourceLog;
+  /** How long a create waits for an object it met to be announced as released (../lifecycle/releases). */
+  releaseGraceMs?: number;
 }
 
 /** What a create knows of the stack's anchor: as its face received it, with what renews it. */
@@ -67,6 +80,7 @@ export class ProviderProcess {
   private stack: Partial<ProviderSettings> = {};
   private readonly engineLog = new EngineLog();
   private readonly held = new HeldObjects();
+  private readonly releases = new ReleaseBoard();
   private readonly born = new Set<string>();
   private readonly said = new Set<string>();
   private readonly places = new Map<string, Place | UnknownPlace>();
@@ -74,6 +88,7 @@ export class ProviderProcess {
   constructor(
     private readonly env: NodeJS.ProcessEnv = process.env,
     private readonly around: () => Surroundings = surroundings,
+    private readonly seams: ProcessSeams = {},
   ) {}
 
   /** Sends the log to the engine at `address` (host:port), from now on. */
@@ -83,7 +98,7 @@ export class ProviderProcess {
 
   /** The engine's log of resource `urn` (or of the provider, when the face does not know the URN). */
   log(urn?: string): ResourceLog {
-    return this.engineLog.of(urn);
+    return this.seams.logOf?.(urn) ?? this.engineLog.of(urn);
   }
 
   /** Says `message` on `log` once per process (`key` names what it is about). */
@@ -145,13 +160,26 @@ export class ProviderProcess {
     return { record: fresh(), changed: true };
   }
 
+  /**
+   * Hears a diff's plan of the object of resource id `id` (`stored`: its state): one that gives up
+   * a natural key in this run is announced, for a create that meets it (../lifecycle/releases).
+   */
+  diffed(kind: ResourceKind, id: string, stored: unknown, plan: Plan): void {
+    if (!plan.releases) return;
+    const at = LIFECYCLES[kind].locate(id, stored);
+    this.releases.announce(at.routeId ?? at.edgeId);
+  }
+
   /** The client and context of one operation of `urn` (see OperationContext). */
   operation(
     urn: string | undefined,
     opts: { create?: CreateAnchor; stored?: unknown } = {},
   ): { client: EdgeClient; ctx: OperationContext } {
     const log = this.log(urn);
-    const client = edgeClient(this.settings()).with({ onRetry: (n) => log.info(retryText(n)) });
+    const settings = this.settings();
+    const client = (this.seams.clientOf ?? edgeClient)(settings).with({
+      onRetry: (n) => log.info(retryText(n)),
+    });
     // The name is the URN's last part (`urn:pulumi:stack::project::type::name`).
     const name = urn?.split("::").pop() || undefined;
     return {
@@ -160,6 +188,10 @@ export class ProviderProcess {
         log,
         identity: opts.create ? this.identityOf(urn, opts.create, log) : undefined,
         held: this.held,
+        releases: this.releases.view(
+          settings.requestDeadlineMs ?? DEFAULT_DEADLINE_MS,
+          this.seams.releaseGraceMs,
+        ),
         name,
         lastWrite: lastWriteOf(opts.stored),
       },

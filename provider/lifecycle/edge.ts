@@ -1,6 +1,6 @@
-import type { CreateOptions, EdgeClient } from "../../sdk/client";
+import { type CreateOptions, EdgeApiError, type EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
-import { ID_PATTERN } from "../../sdk/contract";
+import { canonicalHostport, ID_PATTERN } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import {
   checkEdge,
@@ -16,7 +16,8 @@ import { planEdge } from "../plan/edge";
 import { attributeDeletion, attributeDrift } from "./attribution";
 import type { AuthorLabel } from "./authorship";
 import { BadIdError, isConflict, readOrGone } from "./errors";
-import { createOptions, heldByCreate, NOT_BY_THIS_IDENTITY, noteCreated, takeItOnPurpose } from "./held";
+import { createOptions, heldByCreate, notByThisIdentity, noteCreated, takeItOnPurpose } from "./held";
+import type { Blocked } from "./releases";
 import { encodeChecked, type Lifecycle } from "./types";
 
 type EdgeKind = "https" | "tls";
@@ -44,12 +45,31 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, Https
     check: (news) => encodeChecked(checkEdge(news), news, edgeInputsOf),
     diff: (stored, news) => planEdge(decodeEdge(stored), edgeConfigOf(news)),
     async create(client, inputs, ctx) {
+      const create = () => calls(client, kind).create(edgeConfigOf(inputs), createOptions(ctx));
       let edge;
       try {
-        edge = await calls(client, kind).create(edgeConfigOf(inputs), createOptions(ctx));
+        edge = await create();
       } catch (e) {
         if (!isConflict(e)) throw e;
-        throw await hostportTaken(client, inputs, ctx?.name, e);
+        const holder = await hostportHolder(client, inputs, e);
+        if (holder) {
+          // The holder may be an edge of this run that gives the hostport up (./releases).
+          const wait = (await ctx?.releases?.awaitRelease(holder.edge.id)) ?? "not-leaving";
+          if (wait !== "released") throw hostportTaken(holder, wait, ctx?.name);
+        }
+        // Released, or gone since the 409 (deleted meanwhile): once more.
+        try {
+          edge = await create();
+        } catch (again) {
+          if (!isConflict(again)) throw again;
+          const still = await hostportHolder(client, inputs, again);
+          if (!still) throw again;
+          throw hostportTaken(
+            still,
+            still.edge.id === holder?.edge.id ? "still-held" : "not-leaving",
+            ctx?.name,
+          );
+        }
       }
       noteCreated(label, edge.id, edge, ctx);
       return { id: edge.id, outs: edgeOutputsOf(edge) };
@@ -92,40 +112,84 @@ function edgeLifecycle(kind: EdgeKind): Lifecycle<EdgeInputs, EdgeOutputs, Https
       return Promise.reject(new Error(`${label}s cannot be updated in place; the provider replaces them`));
     },
     async delete(client, id, _stored, ctx) {
-      if (heldByCreate(label, id, ctx)) return;
-      await deleteIgnoringNotFound(() => calls(client, kind).del(id));
+      try {
+        if (heldByCreate(label, id, ctx)) return;
+        await deleteIgnoringNotFound(() => calls(client, kind).del(id));
+      } finally {
+        ctx?.releases?.settle(id);
+      }
     },
   };
 }
 
+/** The edge that holds one of the hostports a create was refused for, and which of them. */
+interface HostportHolder {
+  kind: EdgeKind;
+  edge: HttpsEdge | TlsEdge;
+  shared: string[];
+}
+
 /**
- * A create refused because a hostport belongs to another edge already (a hostport is served by one
- * edge at a time: the edge's natural key): the error names that edge and how to take it.
+ * The edge the service named in its 409 (`details.object_id`); an older service names none, and
+ * the edges are then searched for one serving a wanted hostport.
  */
-async function hostportTaken(
+async function hostportHolder(
   client: EdgeClient,
   inputs: EdgeInputs,
-  name: string | undefined,
   conflict: unknown,
-): Promise<Error> {
-  const wanted = new Set(inputs.hostports.map((h) => h.toLowerCase()));
+): Promise<HostportHolder | undefined> {
+  const wanted = new Set(inputs.hostports.map(canonicalHostport));
+  const holding = (kind: EdgeKind, edge: HttpsEdge | TlsEdge): HostportHolder | undefined => {
+    const shared = edge.hostports.filter((h) => wanted.has(canonicalHostport(h)));
+    return shared.length > 0 ? { kind, edge, shared } : undefined;
+  };
+  const named = conflict instanceof EdgeApiError ? conflict.objectId : undefined;
+  if (named !== undefined) {
+    const kind: EdgeKind = named.startsWith("edgtls_") ? "tls" : "https";
+    const edge = await readOrGone(() => calls(client, kind).get(named));
+    if (edge) return holding(kind, edge);
+  }
   for (const kind of ["https", "tls"] as const) {
     for await (const edge of calls(client, kind).all()) {
-      const shared = edge.hostports.filter((h) => wanted.has(h.toLowerCase()));
-      if (shared.length === 0) continue;
-      const take = {
-        importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
-        importId: edge.id,
-        dynamic:
-          "with the dynamic resources (which cannot adopt an edge) delete it if nothing uses it and run `pulumi up` again",
-      };
-      return new Error(
-        `${kind === "https" ? "HTTPS" : "TLS"} edge ${edge.id} already serves ${shared.join(", ")} (a hostport belongs to one edge at a time): ` +
-          `${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(take, name)}. Otherwise give this edge other hostports.`,
-      );
+      const found = holding(kind, edge);
+      if (found) return found;
     }
   }
-  return conflict instanceof Error ? conflict : new Error(String(conflict));
+  return undefined;
+}
+
+/**
+ * A create refused because a hostport belongs to another edge already (a hostport is served by one
+ * edge at a time: the edge's natural key). What the provider knows, and only that: whether this
+ * run gives that edge up (`wait`). Whether the stack's state holds the edge it cannot know, so the
+ * error says how to tell, and gives the advice that fits each answer: never one that deletes what
+ * the state points at.
+ */
+function hostportTaken(holder: HostportHolder, wait: Blocked, name: string | undefined): Error {
+  const { kind, edge, shared } = holder;
+  const what = `${kind === "https" ? "HTTPS" : "TLS"} edge ${edge.id} already serves ${shared.join(", ")} (a hostport belongs to one edge at a time)`;
+  if (wait === "still-held") {
+    return new Error(
+      `${what}. This update replaces that edge, which gives the hostport up, but its delete failed (its own error says why): ` +
+        `nothing was created. Once that is resolved, run \`pulumi up\` again.`,
+    );
+  }
+  if (wait === "timed-out") {
+    return new Error(
+      `${what}. This update replaces that edge, which gives the hostport up, but its delete did not end in time (edge:requestDeadlineMs): ` +
+        `nothing was created. Run \`pulumi up\` again.`,
+    );
+  }
+  const take = {
+    importType: kind === "https" ? "edge:index:HttpsEdge" : "edge:index:TlsEdge",
+    importId: edge.id,
+    dynamic:
+      "with the dynamic resources (which cannot adopt an edge) delete it if nothing uses it, and run `pulumi up` again",
+  };
+  return new Error(
+    `${what}, and this update does not give it up before this create. Nothing was created. ` +
+      `${notByThisIdentity({ name: edge.id, grep: edge.id }, "this hostport")}, ${takeItOnPurpose(take, name)}. Otherwise give this edge other hostports.`,
+  );
 }
 
 export const httpsEdgeLifecycle = edgeLifecycle("https");

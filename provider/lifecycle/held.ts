@@ -39,12 +39,24 @@ export interface TakeOnPurpose {
 export const takeItOnPurpose = (take: TakeOnPurpose, name: string | undefined): string =>
   `take it on purpose: \`pulumi import ${take.importType} ${name ?? "<name>"} ${take.importId}\` (packaged provider), or ${take.dynamic}`;
 
+/** Where an object may be this stack's though this resource's identity did not make it. */
+export const IF_THIS_STACKS =
+  "a create pulumi-edge 0.2.0 lost, or one lost just before this resource moved to another provider resource or its state to another backend";
+
 /**
- * Where an object that conflicts with a create may come from, though this resource's identity did
- * not make it: what the conflict messages say before `takeItOnPurpose`.
+ * What a conflict message knows of the object that holds a create's natural key (`what`, as
+ * "this match on this edge"), though this resource's identity did not make it; it goes before
+ * `takeItOnPurpose`. The provider cannot read the stack's state, so it says how to tell whether
+ * the state holds the object (`held`, found by `grep`), and what fits each answer: never advice
+ * that would take or delete an object another resource of the stack points at.
  */
-export const NOT_BY_THIS_IDENTITY =
-  "this stack's state does not record it, and this resource's identity did not make it. If it is this stack's (a create pulumi-edge 0.2.0 lost, or one lost just before this resource moved to another provider resource or its state to another backend)";
+export const notByThisIdentity = (held: { name: string; grep: string }, what: string): string =>
+  `this resource's identity did not make it (it is no create of this resource that a run lost). ` +
+  `If this stack's state holds ${held.name} (\`pulumi stack export | grep ${held.grep}\`), it is another resource's of this stack: ` +
+  `where this update removes that resource, or an earlier update left it to be deleted, the engine deletes it only after this update's other steps ` +
+  `(a resource renamed: give it \`aliases\` naming its old name instead, and nothing is made again), ` +
+  `so run \`pulumi up --continue-on-error\` (its deletes then run though this step fails), then \`pulumi up\`; where the program still gives that resource ${what}, change one of the two. ` +
+  `If not, and it is this stack's all the same (${IF_THIS_STACKS})`;
 
 /** The keys a create of this operation sends (see ../identity), `keyedOn` as the client takes it. */
 export function createOptions(ctx: OperationContext | undefined, keyedOn?: unknown) {

@@ -1,4 +1,4 @@
-import type { EdgeClient } from "../../sdk/client";
+import type { EdgeApiError, EdgeClient } from "../../sdk/client";
 import { ID_PATTERN, mapPaths, ROUTE_SECRET_PATHS, type Route } from "../../sdk/contract";
 import { isProps } from "../model/check";
 import {
@@ -11,7 +11,7 @@ import {
   routeOutputsOf,
 } from "../model/route";
 import type { RouteConfig, RouteInputs, RouteOutputs } from "../model/types";
-import { applyRoutePlan, deleteIgnoringNotFound } from "../plan/execute";
+import { applyRoutePlan, deleteIgnoringNotFound, PlanStepError } from "../plan/execute";
 import { planRoute } from "../plan/route";
 import {
   attributeDeletion,
@@ -24,13 +24,14 @@ import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
 import {
   createOptions,
   heldByCreate,
-  NOT_BY_THIS_IDENTITY,
+  notByThisIdentity,
   noteAdopted,
   noteCreated,
   takeItOnPurpose,
   type TakeOnPurpose,
 } from "./held";
-import { encodeChecked, type Lifecycle } from "./types";
+import type { Blocked } from "./releases";
+import { encodeChecked, type Lifecycle, type OperationContext } from "./types";
 
 /**
  * A route's resource id is either the route's own id, its edge then coming from state (the
@@ -71,49 +72,157 @@ const takeRoute = (edgeId: string, routeId: string): TakeOnPurpose => ({
   dynamic: "set `adopt: true` on the route (dynamic resources)",
 });
 
+/**
+ * A create whose key an earlier create for this resource used with other inputs: the service names
+ * the route that key made (`details.object_id`), and that route is this create's, brought to the
+ * desired configuration in place. Never another route found by its match: a route this resource's
+ * identity did not make is taken only on purpose (`adopt`, `pulumi import`).
+ */
+async function fromEarlierCreate(
+  client: EdgeClient,
+  desired: RouteConfig,
+  reused: EdgeApiError,
+  ctx: OperationContext | undefined,
+  createAgain: () => Promise<Route>,
+): Promise<Route> {
+  const madeId = reused.objectId;
+  if (madeId === undefined)
+    throw new Error(
+      `${reused.message}. The service did not say which route this resource's earlier create made (an edge-service older than this provider): upgrade the service, then run \`pulumi up\` again.`,
+    );
+  const made = await readOrGone(() => client.getRoute(desired.edge_id, madeId));
+  // Deleted since the service answered: its key went with it, so the create is made anew.
+  if (!made) return noteCreated("route", madeId, await createAgain(), ctx);
+  noteAdopted(
+    "route",
+    made.id,
+    ctx,
+    "made by an earlier create for this resource with other inputs, found by this stack's identity for it",
+  );
+  const plan = planRoute(routeConfigOfResponse(made), desired);
+  if (plan.steps.length === 0) return made;
+  try {
+    return await applyRoutePlan(client, desired.edge_id, made.id, plan, ctx?.log);
+  } catch (e) {
+    if (!isMatchConflict(e)) throw e;
+    throw await matchHeld(
+      client,
+      desired,
+      `route ${made.id} was made by an earlier create for this resource (found by this stack's identity for it), and has matchType "${made.match_type}" and match "${made.match}" now (changed since it was made); it cannot take match "${desired.match}" back`,
+      "not-leaving",
+    );
+  }
+}
+
+/** A write refused because another route of the edge has the match (one call, or a plan's step). */
+const isMatchConflict = (e: unknown): boolean =>
+  isConflict(e) || (e instanceof PlanStepError && isConflict(e.cause));
+
+/**
+ * Why a route cannot take `desired`'s match (`lead` says which route and what it was doing):
+ * another route of the edge holds it. What is known, and the advice that fits each answer to
+ * what is not (whether this stack's state holds that route).
+ */
+async function matchHeld(
+  client: EdgeClient,
+  desired: RouteConfig,
+  lead: string,
+  blocked: Blocked,
+): Promise<Error> {
+  const holder = await findByMatch(client, desired);
+  const what = `edge ${desired.edge_id} already has a route with matchType "${desired.match_type}" and match "${desired.match}"`;
+  if (!holder)
+    return new Error(`${lead}: ${what}, gone again since. Nothing was changed. Run \`pulumi up\` again.`);
+  if (blocked === "still-held")
+    return new Error(
+      `${lead}: ${what} (${holder.id}), which this update moves to another match, but whose update failed (its own error says why). Nothing was changed. Once that is resolved, run \`pulumi up\` again.`,
+    );
+  if (blocked === "timed-out")
+    return new Error(
+      `${lead}: ${what} (${holder.id}), which this update moves to another match, but its update did not end in time (edge:requestDeadlineMs; two routes that swap their matches wait for each other: swap them in two updates, through a third match). Nothing was changed. Run \`pulumi up\` again.`,
+    );
+  return new Error(
+    `${lead}: ${what} (${holder.id}): ${notByThisIdentity({ name: holder.id, grep: holder.id }, "this match on this edge")}, delete it or change its match (its audit trail says who made it), then run \`pulumi up\` again. Nothing was changed. Otherwise change \`match\`.`,
+  );
+}
+
+/**
+ * A create refused because the edge already has a route with this match, which this resource's
+ * identity did not make (it would have answered with it). A route this run moves off that match
+ * (./releases) is waited for, and the create made then; any other is taken with `adopt: true`, else
+ * the error names it and how to take it on purpose.
+ */
+async function afterConflict(
+  client: EdgeClient,
+  desired: RouteConfig,
+  adopt: boolean,
+  ctx: OperationContext | undefined,
+  createAgain: () => Promise<Route>,
+): Promise<Route> {
+  let existing = await findByMatch(client, desired);
+  const what = `edge ${desired.edge_id} already has a route with matchType "${desired.match_type}" and match "${desired.match}"`;
+  if (existing && !adopt && ctx?.releases) {
+    const wait = await ctx.releases.awaitRelease(existing.id);
+    if (wait === "timed-out") throw await matchHeld(client, desired, "a new route", wait);
+    if (wait === "released") {
+      try {
+        const made = await createAgain();
+        return noteCreated("route", made.id, made, ctx);
+      } catch (e) {
+        if (!isConflict(e)) throw e;
+        const still = await findByMatch(client, desired);
+        if (still?.id === existing.id) throw await matchHeld(client, desired, "a new route", "still-held");
+        existing = still;
+      }
+    }
+  }
+  if (!existing) {
+    // Gone since the 409 (deleted meanwhile): once more.
+    try {
+      const made = await createAgain();
+      return noteCreated("route", made.id, made, ctx);
+    } catch (e) {
+      if (!isConflict(e)) throw e;
+      existing = await findByMatch(client, desired);
+      if (!existing) throw e;
+    }
+  }
+  if (!adopt)
+    throw new Error(
+      `${what} (${existing.id}): ${notByThisIdentity({ name: existing.id, grep: existing.id }, "this match on this edge")}, ${takeItOnPurpose(takeRoute(desired.edge_id, existing.id), ctx?.name)}. Otherwise change \`match\`.`,
+    );
+  noteAdopted("route", existing.id, ctx);
+  const plan = planRoute(routeConfigOfResponse(existing), desired);
+  return plan.steps.length > 0
+    ? applyRoutePlan(client, desired.edge_id, existing.id, plan, ctx?.log)
+    : existing;
+}
+
 export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs, Route> = {
   check: (news, olds) => encodeChecked(checkRoute(news, olds), news, routeInputsOf),
   diff: (stored, news) => planRoute(decodeRoute(stored), routeConfigOf(news)),
 
   async create(client, inputs, ctx) {
     const desired = routeConfigOf(inputs);
-    let route: Route;
-    try {
+    const create = () =>
       // Keyed on what names the route on its edge (the path, matchType, match): a route an earlier
       // run made for this resource is found again even when the program changed its other inputs.
-      route = await client.createRoute(
+      client.createRoute(
         desired.edge_id,
         routeCreateRequest(desired),
         createOptions(ctx, { match_type: desired.match_type, match: desired.match }),
       );
-      noteCreated("route", route.id, route, ctx);
+    let route: Route;
+    try {
+      const made = await create();
+      route = noteCreated("route", made.id, made, ctx);
     } catch (e) {
-      const ours = keyReused(e);
-      if (!ours && !isConflict(e)) throw e;
-      const existing = await findByMatch(client, desired);
-      if (!existing || (!ours && inputs.adopt !== true)) {
-        const what = `edge ${inputs.edgeId} already has a route with matchType "${inputs.matchType}" and match "${inputs.match}"`;
-        throw new Error(
-          existing
-            ? `${what} (${existing.id}): ${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(takeRoute(desired.edge_id, existing.id), ctx?.name)}. Otherwise change \`match\`.`
-            : `${what}. Change \`match\`, or set \`adopt: true\` to manage that route with this resource.`,
-        );
+      if (keyReused(e)) {
+        route = await fromEarlierCreate(client, desired, e, ctx, create);
+      } else {
+        if (!isConflict(e)) throw e;
+        route = await afterConflict(client, desired, inputs.adopt === true, ctx, create);
       }
-      // Ours (an earlier create for this resource made it, with other inputs), or adopted: brought
-      // to the desired configuration in place, no recreate.
-      noteAdopted(
-        "route",
-        existing.id,
-        ctx,
-        ours
-          ? "made by an earlier create for this resource with other inputs, found by this stack's identity for it"
-          : undefined,
-      );
-      const plan = planRoute(routeConfigOfResponse(existing), desired);
-      route =
-        plan.steps.length > 0
-          ? await applyRoutePlan(client, desired.edge_id, existing.id, plan, ctx?.log)
-          : existing;
     }
     return { id: route.id, outs: routeOutputsOf(route) };
   },
@@ -164,17 +273,47 @@ export const routeLifecycle: Lifecycle<RouteInputs, RouteOutputs, Route> = {
 
   async update(client, id, stored, news, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
-    const plan = planRoute(decodeRoute(stored), routeConfigOf(news));
-    const route =
-      plan.steps.length > 0
-        ? await applyRoutePlan(client, edgeId, routeId, plan, ctx?.log)
-        : await client.getRoute(edgeId, routeId);
-    return routeOutputsOf(route);
+    try {
+      const desired = routeConfigOf(news);
+      const plan = planRoute(decodeRoute(stored), desired);
+      if (plan.steps.length === 0) return routeOutputsOf(await client.getRoute(edgeId, routeId));
+      const apply = async () => routeOutputsOf(await applyRoutePlan(client, edgeId, routeId, plan, ctx?.log));
+      try {
+        return await apply();
+      } catch (e) {
+        if (!plan.releases || !isMatchConflict(e)) throw e;
+        // The route holding the new match may be one this run moves off it (./releases).
+        const holder = await findByMatch(client, desired);
+        const wait = holder
+          ? ((await ctx?.releases?.awaitRelease(holder.id)) ?? "not-leaving")
+          : "not-leaving";
+        const lead = `route ${routeId} cannot take match "${desired.match}"`;
+        if (wait !== "released") throw await matchHeld(client, desired, lead, wait);
+        try {
+          return await apply();
+        } catch (again) {
+          if (!isMatchConflict(again)) throw again;
+          const still = await findByMatch(client, desired);
+          throw await matchHeld(
+            client,
+            desired,
+            lead,
+            still?.id === holder?.id ? "still-held" : "not-leaving",
+          );
+        }
+      }
+    } finally {
+      ctx?.releases?.settle(routeId); // a match it gave up is free now (./releases)
+    }
   },
 
   async delete(client, id, stored, ctx) {
     const { edgeId, routeId } = locateRoute(id, stored);
-    if (heldByCreate("route", routeId, ctx)) return;
-    await deleteIgnoringNotFound(() => client.deleteRoute(edgeId, routeId));
+    try {
+      if (heldByCreate("route", routeId, ctx)) return;
+      await deleteIgnoringNotFound(() => client.deleteRoute(edgeId, routeId));
+    } finally {
+      ctx?.releases?.settle(routeId);
+    }
   },
 };

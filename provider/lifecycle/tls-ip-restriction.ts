@@ -17,7 +17,7 @@ import { BadIdError, isConflict, keyReused, readOrGone } from "./errors";
 import {
   createOptions,
   heldByCreate,
-  NOT_BY_THIS_IDENTITY,
+  notByThisIdentity,
   noteAdopted,
   noteCreated,
   takeItOnPurpose,
@@ -83,7 +83,7 @@ export const tlsIpRestrictionLifecycle: Lifecycle<
         const existing = await readOrGone(() => client.getTlsIpRestriction(inputs.edgeId));
         throw new Error(
           `TLS edge ${inputs.edgeId} already has an IP restriction module${existing ? ` (policies: ${existing.ip_policies.map((r) => r.id).join(", ")})` : ""} (a TLS edge has one): ` +
-            `${NOT_BY_THIS_IDENTITY}, ${takeItOnPurpose(TAKE(inputs.edgeId), ctx?.name)}. Otherwise remove it first.`,
+            `${notByThisIdentity({ name: `a TlsEdgeIpRestriction of ${inputs.edgeId}`, grep: inputs.edgeId }, "this edge's IP restriction")}, ${takeItOnPurpose(TAKE(inputs.edgeId), ctx?.name)}. Otherwise remove it first.`,
         );
       }
     }

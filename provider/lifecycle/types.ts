@@ -8,6 +8,7 @@ import type { EdgeClient } from "../../sdk/client";
 import type { Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 import type { AuthorLine, UnattributedLine } from "./authorship";
+import type { ReleaseView } from "./releases";
 
 export interface Created<O> {
   id: string;
@@ -35,6 +36,11 @@ export interface OperationContext {
   identity?: string;
   /** The objects this provider process's creates answered with (./held): a replacement's delete skips them. */
   held?: HeldSet;
+  /**
+   * The objects this run gives up a natural key of (./releases): a create that meets one waits
+   * for it; an update or delete settles its object.
+   */
+  releases?: ReleaseView;
   /** The engine's log for this resource. */
   log?: ResourceLog;
   /** The resource's name (the last part of its URN), when the face knows it: what warnings call it. */

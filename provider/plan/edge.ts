@@ -7,25 +7,23 @@ import type { EdgePlan } from "./types";
 
 /**
  * The API has no update operation for edges: any change replaces the edge (its routes or
- * module follow, since they name its id). A hostport belongs to one edge at a time, so a
- * replacement that keeps one of the old edge's hostports is made after the old edge is deleted.
+ * module follow, since they name its id). A hostport belongs to one edge at a time, so an edge
+ * holding hostports is deleted before its replacement is made: the replacement may keep one, and
+ * another resource of the same update may take one it gives up (which then waits for the delete:
+ * `releases`). The engine deletes a replaced object only at the update's end otherwise, after
+ * every create, so such a move could never converge.
  */
 export function planEdge(current: EdgeConfig, desired: EdgeConfig): EdgePlan {
   const changed: string[] = EDGE_FIELDS.filter(
     (f) => containsUnknown(desired[f]) || !deepEqual(current[f], desired[f]),
   );
+  const holdsHostports = (current.hostports ?? []).length > 0;
   return {
     replaces: [...changed],
-    deleteBeforeReplace: changed.length > 0 && keepsHostport(current.hostports, desired.hostports),
+    deleteBeforeReplace: changed.length > 0 && holdsHostports,
+    releases: changed.length > 0 && holdsHostports,
     changed,
     changes: propertyChanges(current, desired, changed, new Set(changed)),
     steps: [],
   };
-}
-
-/** Whether `desired` names a hostport of `current` (hosts compare without regard to case), or may. */
-function keepsHostport(current: readonly string[] | undefined, desired: unknown): boolean {
-  if (containsUnknown(desired)) return (current ?? []).length > 0;
-  const held = new Set((current ?? []).map((h) => h.toLowerCase()));
-  return Array.isArray(desired) && desired.some((h) => typeof h === "string" && held.has(h.toLowerCase()));
 }

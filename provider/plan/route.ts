@@ -55,7 +55,15 @@ export function planRoute(current: RouteConfig, desired: RouteConfig): RoutePlan
   const changes = propertyChanges(current, desired, differ, replacing);
   const replaces = replacing.size > 0 ? ["edgeId"] : [];
   if (replaces.length > 0) return { replaces, changed, changes, steps: [] };
-  return { replaces, changed, changes, steps: orderSteps(current, desired, patch, removed) };
+  // A match changed in place gives the old one up (the route's natural key on its edge).
+  const releases = "match" in patch || "match_type" in patch;
+  return {
+    replaces,
+    changed,
+    changes,
+    steps: orderSteps(current, desired, patch, removed),
+    ...(releases ? { releases } : {}),
+  };
 }
 
 const removedStep = (m: RouteModuleName): RouteStep => ({

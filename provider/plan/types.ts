@@ -34,6 +34,12 @@ export interface Plan<S extends PlanStep = PlanStep> {
    * holds: an edge's hostport): delete the old object first.
    */
   deleteBeforeReplace?: boolean;
+  /**
+   * The old object gives up a natural key in this update (an edge replaced, deleted first: its
+   * hostports; a route whose match changes in place: its old match), so that a create of this run
+   * that meets it waits for it (../lifecycle/releases).
+   */
+  releases?: boolean;
   /** Properties that differ. Empty means no change at all. */
   changed: string[];
   /** The same, leaf by leaf, as Pulumi property paths: what a preview shows. */

@@ -221,7 +221,9 @@ export class EdgeProvider implements provider.Provider {
   private readonly detailed = new Map<string, PropertyChange[]>();
 
   diff(id: string, urn: string, olds: unknown, news: unknown): Promise<provider.DiffResult> {
-    const plan = handlerFor(urn).handler.diff(reveal(olds), reveal(news), id);
+    const { kind, handler } = handlerFor(urn);
+    const plan = handler.diff(reveal(olds), reveal(news), id);
+    this.host.diffed(kind, id, reveal(olds), plan);
     this.detailed.set(urn, plan.changes);
     return Promise.resolve({
       changes: plan.changed.length > 0,
