@@ -92,17 +92,14 @@ async function fromEarlierCreate(
     );
   const made = await readOrGone(() => client.getRoute(desired.edge_id, madeId));
   // Deleted since the service answered: its key went with it, so the create is made anew.
-  if (!made) return noteCreated("route", madeId, await createAgain(), ctx);
-  noteAdopted(
-    "route",
-    made.id,
-    ctx,
-    "made by an earlier create for this resource with other inputs, found by this stack's identity for it",
-  );
+  if (!made) {
+    const again = await createAgain();
+    return noteCreated("route", again.id, again, ctx);
+  }
   const plan = planRoute(routeConfigOfResponse(made), desired);
-  if (plan.steps.length === 0) return made;
+  let route = made;
   try {
-    return await applyRoutePlan(client, desired.edge_id, made.id, plan, ctx?.log);
+    if (plan.steps.length > 0) route = await applyRoutePlan(client, desired.edge_id, made.id, plan, ctx?.log);
   } catch (e) {
     if (!isMatchConflict(e)) throw e;
     throw await matchHeld(
@@ -112,6 +109,13 @@ async function fromEarlierCreate(
       "not-leaving",
     );
   }
+  noteAdopted(
+    "route",
+    made.id,
+    ctx,
+    "made by an earlier create for this resource with other inputs, found by this stack's identity for it",
+  );
+  return route;
 }
 
 /** A write refused because another route of the edge has the match (one call, or a plan's step). */

@@ -32,190 +32,31 @@ import {
 } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join, relative } from "node:path";
-import { type RecordingServer, recordingServer } from "../engine/support/harness";
 import { WORK_ROOT } from "../support/workspace";
-import { PLUGIN_DIR } from "../packaged/support/plugin";
-import { engine, ensureBuilt, faultProxy, killChildren, ROOT, runPulumi, stateOf } from "./support";
+import { engine, ROOT, runPulumi, stateOf } from "./support";
+import {
+  checkout,
+  cleanups,
+  destroy,
+  editState,
+  FAST,
+  type Face,
+  FOUND_AGAIN,
+  loseRouteCreate,
+  losingProxy,
+  NEW_ANCHOR,
+  ok,
+  onService,
+  server,
+  SPEC,
+  TAKEN,
+  up,
+  useIdentityBench,
+} from "./identity-bench";
 
 jest.setTimeout(420_000);
 
-type Face = "dynamic" | "packaged";
-const SPEC = {
-  edges: ["web"],
-  routes: [
-    { name: "api", edge: "web", args: { matchType: "path_prefix", match: "/api", description: "v1" } },
-  ],
-  tlsEdges: ["tcp"],
-  tls: [{ name: "allow", edge: "tcp", args: { ipPolicyIds: ["ipp_1"] } }],
-};
-const FAST = { PULUMI_SKIP_CHECKPOINTS: "true" };
-const FIXTURES: Record<Face, string> = {
-  dynamic: join(__dirname, "fixtures", "program"),
-  packaged: join(__dirname, "..", "packaged", "fixtures", "packaged-spec-program"),
-};
-
-let server: RecordingServer;
-let serviceDir: string;
-beforeAll(async () => {
-  ensureBuilt();
-  serviceDir = mkdtempSync(join(tmpdir(), "edge-identity-"));
-  server = await recordingServer(serviceDir);
-});
-afterAll(async () => {
-  killChildren();
-  await server?.close();
-  rmSync(serviceDir, { recursive: true, force: true });
-});
-
-/** After each test, pass or fail: its proxies closed, its checkouts removed, the service emptied. */
-const cleanups: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const f of cleanups.splice(0)) await f();
-  for (const e of (await server.client.listHttpsEdges()).https_edges)
-    await server.client.deleteHttpsEdge(e.id);
-  for (const e of (await server.client.listTlsEdges()).tls_edges) await server.client.deleteTlsEdge(e.id);
-});
-
-type Result = { code: number | null; output: string };
-
-interface Checkout {
-  /** The project's root: where `pulumi` runs, where Pulumi.yaml and the settings file are. */
-  root: string;
-  /** Its file backend. */
-  stateDir: string;
-  /** `pulumi <args>` in the root, with the checkout's environment and `env` over it. */
-  run(
-    args: string[],
-    opts?: { env?: Record<string, string>; hostname?: string; stackName?: string },
-  ): Promise<Result>;
-  /** The ids the stack's state holds (a route's last segment). */
-  ids(): Promise<string[]>;
-  setSpec(spec: unknown): Promise<void>;
-}
-
-interface CheckoutOptions {
-  /** The program in `src/`, Pulumi.yaml saying `main: src/`. */
-  main?: boolean;
-  /** Pulumi.yaml's `backend.url` (the CLI then runs without PULUMI_BACKEND_URL). */
-  backendUrl?: string;
-  /** The environment of every command (over the engine's). */
-  env?: Record<string, string>;
-  /** The service URL the stack's config names (default: the service). */
-  baseUrl?: string;
-  /** A settings file to start from (a committed `Pulumi.test.yaml`): `stack init` keeps its salt. */
-  settingsFrom?: Checkout;
-}
-
-/** A project checkout of a face's program with a stack `test`, its config set. */
-async function checkout(face: Face, label: string, opts: CheckoutOptions = {}): Promise<Checkout> {
-  mkdirSync(WORK_ROOT, { recursive: true });
-  const base = mkdtempSync(join(WORK_ROOT, `identity-${label}-`));
-  cleanups.push(() => rmSync(base, { recursive: true, force: true }));
-  const root = join(base, "project");
-  const program = opts.main ? join(root, "src") : root;
-  cpSync(FIXTURES[face], program, { recursive: true });
-  let project = readFileSync(join(program, "Pulumi.yaml"), "utf8").replace(
-    /^(\s*path:\s*).*$/m,
-    `$1${PLUGIN_DIR}`,
-  );
-  if (opts.main) {
-    rmSync(join(program, "Pulumi.yaml"));
-    project += "main: src/\n";
-  }
-  if (opts.backendUrl) project += `backend:\n  url: ${opts.backendUrl}\n`;
-  writeFileSync(join(root, "Pulumi.yaml"), project);
-  if (opts.settingsFrom)
-    cpSync(join(opts.settingsFrom.root, "Pulumi.test.yaml"), join(root, "Pulumi.test.yaml"));
-
-  // The backend the CLI resolves: the project's (relative to the root, where pulumi runs), else ours.
-  const stateDir = opts.backendUrl?.startsWith("file://./")
-    ? join(root, opts.backendUrl.slice("file://./".length))
-    : join(base, "state");
-  mkdirSync(stateDir, { recursive: true });
-  const env = { ...(opts.backendUrl ? { PULUMI_BACKEND_URL: "" } : {}), ...opts.env };
-  const run = (
-    args: string[],
-    o: { env?: Record<string, string>; hostname?: string; stackName?: string } = {},
-  ) =>
-    runPulumi(args, {
-      cwd: root,
-      stateDir,
-      env: { ...env, ...o.env },
-      hostname: o.hostname,
-      stackName: o.stackName,
-    });
-  const must = async (args: string[]) => void ok(await run(args));
-  await must(["stack", "init", "--secrets-provider", "passphrase"]);
-  await must(["config", "set", "edge:baseUrl", opts.baseUrl ?? server.url]);
-  await must(["config", "set", "edge:requestDeadlineMs", "2000"]);
-  await must(["config", "set", "spec", JSON.stringify(SPEC)]);
-  return {
-    root,
-    stateDir,
-    run,
-    async ids() {
-      const { resources } = await stateOf({ name: "test", workspace: { workDir: root } }, stateDir);
-      return resources.map((r) => r.id.split("/").pop()!).sort();
-    },
-    setSpec: async (spec) => void (await must(["config", "set", "spec", JSON.stringify(spec)])),
-  };
-}
-
-/** Every object on the service: edges, routes, TLS edges with a restriction (as `<id>/ip`). */
-async function onService(): Promise<string[]> {
-  const https = (await server.client.listHttpsEdges()).https_edges;
-  const tls = (await server.client.listTlsEdges()).tls_edges;
-  return [
-    ...https.map((e) => e.id),
-    ...https.flatMap((e) => e.routes.map((r) => r.id)),
-    ...tls.map((e) => e.id),
-    ...tls.filter((e) => e.ip_restriction).map((e) => e.id), // the restriction's id is its edge's
-  ].sort();
-}
-
-function ok(r: Result): Result {
-  if (r.code !== 0) throw new Error(`pulumi exited with ${r.code}:\n${r.output}`);
-  return r;
-}
-
-const up = ["up", "--yes", "--skip-preview"];
-const destroy = ["destroy", "--yes", "--skip-preview"];
-/** What the provider says of an object an earlier create for the resource made (lifecycle/held). */
-const FOUND_AGAIN = /already existed, made by an earlier create for this resource/;
-const TAKEN = /earlier create|took over/;
-const NEW_ANCHOR = /it is a copy or a move, so it takes an anchor of its own/;
-
-/** The state's deployment, exported; `edit` changes it; imported back. */
-async function editState(c: Checkout, edit: (deployment: any) => void, env: Record<string, string> = {}) {
-  const file = join(c.stateDir, "..", "export.json");
-  ok(await c.run(["stack", "export", "--file", file], { env }));
-  const exported = JSON.parse(readFileSync(file, "utf8"));
-  edit(exported.deployment);
-  writeFileSync(file, JSON.stringify(exported));
-  ok(await c.run(["stack", "import", "--file", file], { env }));
-}
-
-/** A proxy in front of the service that loses the answers of creates whose path `lose` matches. */
-async function losingProxy() {
-  const state = { lose: undefined as RegExp | undefined };
-  const proxy = await faultProxy({
-    target: server.url,
-    seed: 1,
-    rate: 0,
-    // The create commits on the service, its answer is lost (every attempt of the failed run).
-    intercept: ({ method, path }) =>
-      method === "POST" && state.lose?.test(path) ? "reset-after" : undefined,
-  });
-  cleanups.push(() => proxy.close());
-  return { url: proxy.url, state };
-}
-
-/** Runs `up` with the route's create answer lost: the run fails, the route exists on the service. */
-async function loseRouteCreate(c: Checkout, lose: { lose: RegExp | undefined }) {
-  lose.lose = /\/routes$/;
-  expect((await c.run(up)).code).not.toBe(0);
-  lose.lose = undefined;
-}
+useIdentityBench();
 
 describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
   test("`main: src/`, two checkouts, a relative backend.url, one settings file: B makes its own objects", async () => {
@@ -362,7 +203,7 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
     const refused = await runCopy(up);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toMatch(
-      /already has a route with matchType "exact_path" and match "\/v2" \(edghtsrt_\w+\): this stack's state does not record it.*pulumi import edge:index:HttpsEdgeRoute web-v2 edghts_\w+\/edghtsrt_\w+/s,
+      /already has a route with matchType "exact_path" and match "\/v2" \(edghtsrt_\w+\): this resource's identity did not make it.*pulumi import edge:index:HttpsEdgeRoute web-v2 edghts_\w+\/edghtsrt_\w+/s,
     );
     expect(await onService()).toEqual(withShared);
     // The original is untouched: it previews no change.
@@ -465,7 +306,7 @@ describe.each<Face>(["dynamic", "packaged"])("%s face", (face) => {
       const refused = await c.run([...up, "--continue-on-error"]);
       expect(refused.code).not.toBe(0);
       for (const said of [
-        `already has a route with matchType "path_prefix" and match "/api" (${route.id}): this stack's state does not record it`,
+        `already has a route with matchType "path_prefix" and match "/api" (${route.id}): this resource's identity did not make it`,
         `pulumi import edge:index:HttpsEdgeRoute api ${web}/${route.id}`,
         `TLS edge ${tcp} already has an IP restriction module (policies: ipp_9)`,
         `pulumi import edge:index:TlsEdgeIpRestriction allow ${tcp}`,
