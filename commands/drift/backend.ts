@@ -132,6 +132,30 @@ function layoutOf(dir: string): "project" | "legacy" | undefined {
   return version === 1 ? "project" : version === 0 ? "legacy" : undefined;
 }
 
+/**
+ * The stacks of project `project` on the file backend in `dir`, as `pulumi stack ls` names them
+ * in the project's directory (short names, in name order: store.go `ListReferences`, the CLI's
+ * `stack ls`); undefined where the CLI must say: the legacy layout (its stacks name no project),
+ * an unknown one, no backend directory, or stack names unvalidated (PULUMI_DISABLE_VALIDATION).
+ */
+export function listStacks(dir: string, project: string, env: NodeJS.ProcessEnv): string[] | undefined {
+  if (!existsSync(dir) || /^(1|true)$/i.test(env.PULUMI_DISABLE_VALIDATION ?? "")) return undefined;
+  if (layoutOf(dir) !== "project" || !/^[A-Za-z0-9_.-]+$/.test(project)) return undefined;
+  let names: string[];
+  try {
+    names = readdirSync(join(dir, ".pulumi", "stacks", project));
+  } catch {
+    return []; // no stack of the project was ever made here
+  }
+  const stacks = new Set<string>();
+  for (const file of names) {
+    // A checkpoint with a marshaler's extension, perhaps compressed; not a `.bak` nor `.attrs`.
+    const name = /^(.*)\.(?:json|ya?ml)(?:\.gz|\.zst)?$/.exec(file)?.[1];
+    if (name !== undefined && /^[A-Za-z0-9_.-]{1,100}$/.test(name)) stacks.add(name);
+  }
+  return [...stacks].sort(byBytes);
+}
+
 /** A file's bytes, gunzipped when they are gzip's; undefined for zstd (Node.js 20 has no decoder). */
 function contentOf(file: string): string | undefined {
   const bytes = readFileSync(file);

@@ -21,7 +21,7 @@ import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../../provider/identity";
 import { projectBackend } from "./backend";
 import { CannotJudge, judgeStackFast } from "./fast";
-import { type Engine, readStack, selectStack, type StackRead, type Target } from "./stacks";
+import { type Engine, readStack, selectStack, type StackRead, stacksOnDisk, type Target } from "./stacks";
 
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
@@ -122,14 +122,20 @@ export async function resolveTargets(
       continue;
     }
     try {
-      const ws = await LocalWorkspace.create({
-        workDir: resolve(dir),
-        pulumiCommand: engine.command,
-        envVars: engine.env,
-      });
-      const stacks = await ws.listStacks();
+      // A file backend's listing read as the CLI reads it; else `pulumi stack ls`.
+      const stacks =
+        stacksOnDisk(dir, { ...process.env, ...engine.env }) ??
+        (
+          await (
+            await LocalWorkspace.create({
+              workDir: resolve(dir),
+              pulumiCommand: engine.command,
+              envVars: engine.env,
+            })
+          ).listStacks()
+        ).map((s) => s.name);
       if (stacks.length === 0) failures.push(unlisted(dir, noStacks(dir, engine.env)));
-      for (const s of stacks) targets.push({ dir, stack: s.name });
+      for (const stack of stacks) targets.push({ dir, stack });
     } catch (e) {
       failures.push(unlisted(dir, engineMessage(e, [])));
     }

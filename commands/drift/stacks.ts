@@ -16,7 +16,14 @@ import { configKeysRead } from "../../provider/config";
 import { isProps } from "../../provider/model/check";
 import { UnknownPlace } from "../../provider/identity/place";
 import { readProject, readStackSettings } from "../../provider/pulumi-files";
-import { checkpointDeployment, lastOperation, projectBackend, type StackFiles, stackFiles } from "./backend";
+import {
+  checkpointDeployment,
+  lastOperation,
+  listStacks,
+  projectBackend,
+  type StackFiles,
+  stackFiles,
+} from "./backend";
 import { encryptedRead, stateOf } from "./state";
 
 /** One stack of one project directory. */
@@ -115,6 +122,19 @@ export async function readStack(target: Target, engine: Engine): Promise<StackRe
     history(),
   ]);
   return { exported: state, config, last };
+}
+
+/**
+ * The stacks of the project in `dir` on its backend, when that is a file backend whose listing
+ * this reads as the CLI does (./backend `listStacks`); else undefined: `pulumi stack ls` says.
+ */
+export function stacksOnDisk(dir: string, env: NodeJS.ProcessEnv): string[] | undefined {
+  const workDir = resolve(dir);
+  const backend = projectBackend(workDir, env);
+  if (backend instanceof UnknownPlace || backend.dir === undefined) return undefined;
+  const project = readProject(workDir);
+  const name = typeof project === "object" ? project.name : undefined;
+  return typeof name === "string" ? listStacks(backend.dir, name, env) : undefined;
 }
 
 /**

@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { PulumiCommand } from "@pulumi/pulumi/automation";
 import { projectBackend, stackFiles } from "../../commands/drift/backend";
 import { pulumiEnv } from "../../commands/drift/run";
-import { type Engine, readStack, stackFilesOf } from "../../commands/drift/stacks";
+import { type Engine, readStack, stackFilesOf, stacksOnDisk } from "../../commands/drift/stacks";
 import { encryptedRead, stateOf } from "../../commands/drift/state";
 import { UnknownPlace } from "../../provider/identity/place";
 
@@ -195,6 +195,16 @@ describe.each<{ layout: string; extra: Record<string, string>; checkpoint: RegEx
       env = envFor(name, extra);
       pulumi(["stack", "init", "dev"], projectDir, env);
     }, 60_000);
+
+    test("its stacks, as `pulumi stack ls` lists them (the legacy layout: the CLI's to list)", () => {
+      pulumi(["stack", "init", "b.2", "--no-select"], projectDir, env);
+      pulumi(["stack", "init", "A_1", "--no-select"], projectDir, env);
+      const cli = (JSON.parse(pulumi(["stack", "ls", "--json"], projectDir, env)) as { name: string }[]).map(
+        (x) => x.name,
+      );
+      expect(cli).toEqual(["A_1", "b.2", "dev"]);
+      expect(stacksOnDisk(projectDir, env)).toEqual(layout === "legacy" ? undefined : cli);
+    });
 
     test("the stack's files are where the CLI keeps them; its lock directory is its fully qualified name", () => {
       const files = stackFilesOf(target(), env);
