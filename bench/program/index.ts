@@ -27,7 +27,9 @@ if (mode === "edge") {
   Route = floor.FloorHttpsEdgeRoute;
 }
 
-const edge = new Edge("web", { description: "benchmark edge", hostports: ["bench.example.com:443"] });
+// A hostport is a natural key on a service: stacks that share one (bench/fleet-drift.mjs) each name their own.
+const hostport = config.get("hostport") ?? "bench.example.com:443";
+const edge = new Edge("web", { description: "benchmark edge", hostports: [hostport] });
 
 for (let i = 0; i < count; i++) {
   new Route(`route-${i}`, {

@@ -41,9 +41,10 @@ export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--p
          changed fields, and who changed them when the provider says) or error (the engine's
          message), and what judged it. Secrets: [secret].
          --path P              how each stack is judged:
-                               fast (default): its state (\`pulumi stack export\`) against the
-                                 service, read with one call per edge and judged by the provider's
-                                 own refresh and diff, no program and no engine run; the verdicts
+                               fast (default): its state (on a file backend its files, else
+                                 \`pulumi stack export\`) against the service, read with one
+                                 call per edge and judged by the provider's own refresh and
+                                 diff, no program and no engine run; the verdicts
                                  of \`refresh\`, in a fraction of its time; a stack it cannot judge
                                  (resources of other providers, pending operations) is the
                                  engine path's, and the report says so
@@ -52,7 +53,8 @@ export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--p
                                  says now counts too: ignoreChanges, changes not yet deployed)
          --stack DIR:STACK     one stack of the project in DIR (repeat for more)
          --project DIR         every stack of the project in DIR on its backend
-         --projects-dir DIR    every stack of every project (subdirectory with a Pulumi.yaml)
+         --projects-dir DIR    every stack of every project in DIR (a subdirectory with a
+                               Pulumi.json, Pulumi.yaml or Pulumi.yml)
                                (none of the three: --project .)
          --parallel N          stacks checked at once (default 4)
          --format F            the report on stdout: table (default), markdown (a CI job summary
@@ -66,13 +68,16 @@ export const DRIFT_USAGE = `usage: pulumi-edge drift [--stack DIR:STACK]... [--p
                                checked stacks holds (after a restore, what a stack removed since
                                the backup; anything made by hand), each with its type, id,
                                creation time and the \`pulumi import\` command that takes it;
-                               complete only when every stack that deploys to a service is checked
+                               complete only when every stack that deploys to a service is checked;
+                               NOT COMPLETE (exit 2) while a project or stack could not be
+                               listed, checked or read
          Exit: 0 every stack clean, 1 drift (or, with --unmanaged, an object no checked stack
          holds), 2 an error (a stack not checked, a remediation that failed or was refused, a
-         service that could not be listed, a usage error). An error wins over drift: the state of a stack
-         that could not be checked is unknown.
-         Backend and passphrase as for the pulumi CLI (PULUMI_BACKEND_URL, Pulumi.yaml's
-         backend.url or \`pulumi login\`; PULUMI_CONFIG_PASSPHRASE(_FILE), else the empty one).`;
+         service that could not be listed, an --unmanaged list not complete, a usage error). An
+         error wins over drift: the state of a stack that could not be checked is unknown.
+         Backend and passphrase as the pulumi CLI finds them in each project's directory
+         (PULUMI_BACKEND_URL, else its project file's backend.url, else \`pulumi login\`;
+         PULUMI_CONFIG_PASSPHRASE(_FILE), else the empty one).`;
 
 type Format = "table" | "markdown" | "json";
 const FORMATS: readonly Format[] = ["table", "markdown", "json"];
@@ -167,7 +172,7 @@ async function drift(argv: string[]): Promise<number> {
   if (values.remediate && drifted.length > 0) await remediate(drifted, parallel, engine, values.yes, reads);
   if (values.unmanaged) {
     progress("listing the objects no checked stack holds");
-    report.unmanaged = await findUnmanaged(targets, failures, reads, engine, parallel);
+    report.unmanaged = await findUnmanaged(targets, stacks, reads, engine, parallel);
   }
 
   process.stdout.write(render(format, report));

@@ -1,7 +1,8 @@
 /**
- * The fast drift check of one stack: no program, no engine run. Its state (`pulumi stack export`,
- * one CLI call) and current config (`pulumi config`, one more) say what was deployed and with
- * which provider settings; the live objects come from one `GET` per edge (an HTTPS edge's answer
+ * The fast drift check of one stack: no program, no engine run. Its state and current config say
+ * what was deployed and with which provider settings (./stacks `readStack`: on a file backend its
+ * checkpoint, history and settings files, no CLI run; else `pulumi stack export`, `stack history`
+ * and, where the settings file cannot say, `pulumi config`); the live objects come from one `GET` per edge (an HTTPS edge's answer
  * carries all its routes, a TLS edge's its IP restriction); each resource is then judged by the
  * provider's own refresh and diff (the lifecycles' `readFound` and `diff`), which also name the
  * authors from the audit trail. So its verdicts are `pulumi refresh --preview-only`'s: what the
@@ -10,8 +11,9 @@
  *
  * A stack it cannot judge goes to the engine path whole, and the report says which judged: one
  * with resources of other providers, pending operations, a provider it cannot configure, or a
- * state that a refresh (an `up --refresh` that then failed, an import) last wrote: that state holds
- * what the service held then, not what was deployed, so only the program can tell drift there.
+ * state that holds objects and that a refresh (an `up --refresh` that then failed, an import) last
+ * wrote: that state holds what the service held then, not what was deployed, so only the program
+ * can tell drift there.
  */
 import type { EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
@@ -64,15 +66,18 @@ export async function judgeStackFast(
   read?: StackRead,
 ): Promise<Judged | CannotJudge> {
   const { exported, config, last } = read ?? (await readStack(target, engine));
+  const { resources, pending } = stateOf(exported);
   // What the state says was deployed is only that after a successful update: a refresh (or an
   // update that failed after its refresh, an import) writes what the service held into it, drift
-  // included. Then only the program can say what was meant.
-  if (last && !(last.kind === "update" && last.result === "succeeded")) {
+  // included. Then only the program can say what was meant. A state that holds none of this
+  // provider's objects (a stack destroyed, or never deployed) holds no such values: `refresh`
+  // finds nothing in it to judge, and neither does this.
+  const holds = resources.some((r) => !["skip", "foreign"].includes(classify(r)) && r.id !== undefined);
+  if (holds && last && !(last.kind === "update" && last.result === "succeeded")) {
     return new CannotJudge(
       `the stack's last operation was a ${last.kind} that ${last.result}: its state may hold what the service held then, drift included, so the program judges`,
     );
   }
-  const { resources, pending } = stateOf(exported);
   if (pending) return new CannotJudge("the state holds pending operations (an interrupted update)");
   const foreign = resources.filter((r) => classify(r) === "foreign").map((r) => r.type);
   if (foreign.length > 0) {

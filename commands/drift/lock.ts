@@ -9,10 +9,10 @@
  * name>/<id>.json`, each the holder's pid, user, host and start): other backends are not checked.
  */
 import { readdirSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
+import { accountHome, filePath } from "../../provider/identity/place";
 import { errorMessage } from "../../sdk/contract";
-import { pulumiCli, type Target } from "./stacks";
+import { pulumiCli, stackFilesOf, type Target } from "./stacks";
 
 /** What the CLI writes in a lock file. */
 interface LockContent {
@@ -20,14 +20,6 @@ interface LockContent {
   username?: string;
   hostname?: string;
   timestamp?: string;
-}
-
-/** The directory of a file backend's URL as the CLI resolves it (`~`, a path relative to the project). */
-function backendDir(url: string, workDir: string): string | undefined {
-  if (!url.startsWith("file://")) return undefined;
-  let path = url.slice("file://".length).split("?")[0]!;
-  if (path === "~" || path.startsWith("~/")) path = join(homedir(), path.slice(1));
-  return isAbsolute(path) ? path : resolve(workDir, path);
 }
 
 /**
@@ -50,29 +42,35 @@ export async function lockCheck(
 
 /**
  * Per environment (the backend is chosen by it too: PULUMI_BACKEND_URL, PULUMI_HOME, ...) and
- * project directory: its file backend's root and its stacks' fully qualified name prefix.
+ * project directory, where the CLI had to be asked: its file backend's root and its stacks' fully
+ * qualified name prefix.
  */
 const places = new WeakMap<object, Map<string, { root: string; prefix: string } | null>>();
 
 /**
  * Where the stack's locks are (`<backend>/.pulumi/locks/<fully qualified stack name>`), or
- * undefined for a backend whose locks cannot be seen. Asked of the CLI (`whoami`, `stack
- * --show-name --fully-qualify-stack-names`) once per project directory, not per stack: every
- * stack of a project shares its backend and its name's prefix, and each CLI run costs a quarter
- * second of CPU. Kept once found: the asking fails for a stack that does not exist, and that
- * must not fail the others.
+ * undefined for a backend whose locks cannot be seen. Found as the CLI finds them (./backend),
+ * with no CLI run; only where that cannot tell (a login file the credential store encrypts, a
+ * layout it does not know) asked of the CLI (`whoami`, `stack --show-name
+ * --fully-qualify-stack-names`), once per project directory, not per stack: every stack of a
+ * project shares its backend and its name's prefix. Kept once found: the asking fails for a stack
+ * that does not exist, and that must not fail the others.
  */
 async function locksDir(
   target: Target,
   pulumi: string,
   env: Record<string, string>,
 ): Promise<string | undefined> {
+  const files = stackFilesOf(target, { ...process.env, ...env });
+  if (files === "elsewhere") return undefined;
+  if (files !== undefined) return files.locks;
   const workDir = resolve(target.dir);
   const cli = async (...args: string[]) => (await pulumiCli(pulumi, args, workDir, env)).trim();
   const ask = async () => {
     const { url } = JSON.parse(await cli("whoami", "--json")) as { url?: string };
-    const root = url === undefined ? undefined : backendDir(url, workDir);
-    if (root === undefined) return null;
+    const path = url === undefined ? undefined : /^file:\/\/([^?]*)/.exec(url)?.[1];
+    if (path === undefined) return null;
+    const root = filePath(path, workDir, accountHome());
     const name = await cli("stack", "--show-name", "--fully-qualify-stack-names", "--stack", target.stack);
     // `organization/<project>/<stack>`: its prefix is every stack's of the project.
     const prefix = name.slice(0, name.length - target.stack.length);

@@ -121,8 +121,16 @@ export interface UnmanagedService {
 export interface Unmanaged {
   /** How many stacks were checked: an object is unmanaged only among them. */
   stacks: number;
+  /**
+   * Whether every project and stack found was listed, checked and read, and every service they
+   * deploy to is known: never while a caveat stands. Only then may what is listed be deleted.
+   */
+  complete: boolean;
   services: UnmanagedService[];
-  /** What may make a listed object one a stack holds after all (a stack whose state was not read). */
+  /**
+   * What may make a listed object one a stack holds after all: a project whose stacks could not
+   * be listed, a stack that could not be checked or read, an interrupted update, a service unknown.
+   */
   caveats: string[];
 }
 
@@ -137,9 +145,10 @@ export const EXIT = { clean: 0, drift: 1, error: 2 } as const;
 
 /**
  * 0 when every stack is clean, 1 when one drifted (restored or not) or a service holds objects no
- * checked stack holds (`--unmanaged`), 2 when one could not be checked, a remediation failed or a
- * service could not be listed. An error wins over drift: a stack that could not be checked
- * may have drifted too, so the fleet's state is unknown, which is worse than known drift.
+ * checked stack holds (`--unmanaged`), 2 when one could not be checked, a remediation failed, a
+ * service could not be listed or the list of unmanaged objects is not complete. An error wins over
+ * drift: a stack that could not be checked may have drifted too, so the fleet's state is unknown,
+ * which is worse than known drift.
  */
 export function exitCode(report: FleetReport): number {
   const failedRemediation = (s: StackReport) =>
@@ -147,6 +156,7 @@ export function exitCode(report: FleetReport): number {
   const services = report.unmanaged?.services ?? [];
   if (report.stacks.some((s) => s.verdict === "error" || failedRemediation(s))) return EXIT.error;
   if (services.some((s) => s.error !== undefined)) return EXIT.error;
+  if (report.unmanaged && !report.unmanaged.complete) return EXIT.error;
   if (report.stacks.some((s) => s.verdict === "drifted")) return EXIT.drift;
   if (services.some((s) => s.objects.length > 0)) return EXIT.drift;
   return EXIT.clean;
@@ -372,12 +382,17 @@ export function summaryLine(report: FleetReport): string {
   );
 }
 
-/** What the list of unmanaged objects can be trusted for: said once above it in every rendering. */
+/**
+ * What the list of unmanaged objects can be trusted for: said once above it in every rendering.
+ * Not complete while a caveat stands: the restore steps (docs/operating.md) delete what it lists.
+ */
 export function unmanagedScope(u: Unmanaged): string {
-  return (
-    `objects on the service that none of the ${plural(u.stacks, "checked stack")} holds: complete only when every ` +
-    "stack that deploys to the service was checked (an object of a stack not checked is listed too)"
-  );
+  const held = `objects on the service that none of the ${plural(u.stacks, "checked stack")} holds`;
+  return u.complete
+    ? `${held}: every project and stack found was read, so the list is complete unless a stack not given ` +
+        "here deploys to the service (an object of a stack not checked is listed too)"
+    : `NOT COMPLETE, delete nothing on it: ${held}, but what could not be listed, checked or read ` +
+        `(${plural(u.caveats.length, "caveat")} below) may hold some of them`;
 }
 
 /** An unmanaged object on one line: its type, id, creation time and what it is. */
@@ -643,9 +658,10 @@ const xmlText = (text: string) => entities(shownText(text));
 export function renderJunit(report: FleetReport): string {
   const c = counts(report);
   const services = report.unmanaged?.services ?? [];
-  const tests = c.total + services.length;
+  const incomplete = report.unmanaged?.complete === false ? 1 : 0;
+  const tests = c.total + services.length + incomplete;
   const failures = c.drifted + services.filter((s) => s.error === undefined && s.objects.length > 0).length;
-  const errors = c.error + services.filter((s) => s.error !== undefined).length;
+  const errors = c.error + services.filter((s) => s.error !== undefined).length + incomplete;
   const time = report.stacks.reduce((t, s) => t + s.seconds, 0);
   const counted = `tests="${tests}" failures="${failures}" errors="${errors}"`;
   const lines = [
@@ -702,6 +718,16 @@ function unmanagedJunit(u: Unmanaged): string[] {
       );
     }
     lines.push(`    </testcase>`);
+  }
+  if (!u.complete) {
+    // The list's own error: what it lists may be held by what could not be read.
+    lines.push(
+      `    <testcase classname="unmanaged" name="complete" time="0.000">`,
+      `      <error type="incomplete" message="${xmlAttr(`${plural(u.caveats.length, "caveat")}: the list is not complete`)}">${xmlText(
+        [`${unmanagedScope(u)}.`, ...u.caveats.map((c) => `caveat: ${c}`)].join("\n"),
+      )}</error>`,
+      `    </testcase>`,
+    );
   }
   return lines;
 }

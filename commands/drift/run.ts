@@ -4,7 +4,7 @@
  * engine's events into a StackReport. `--remediate` runs `up --refresh` on the drifted ones.
  * A stack that cannot be checked is reported with the engine's message; it never stops the others.
  */
-import { readdirSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import {
   CommandError,
@@ -14,12 +14,14 @@ import {
   type Stack,
   type StepEventMetadata,
 } from "@pulumi/pulumi/automation";
-import { isProjectDir } from "../../provider/pulumi-files";
+import { UnknownPlace } from "../../provider/identity/place";
+import { isProjectDir, projectFileIn } from "../../provider/pulumi-files";
 import { UsageError, withoutColours } from "../../sdk/command-line";
 import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../../provider/identity";
+import { projectBackend } from "./backend";
 import { CannotJudge, judgeStackFast } from "./fast";
-import { type Engine, readStack, selectStack, type StackRead, type Target } from "./stacks";
+import { type Engine, readStack, selectStack, type StackRead, stacksOnDisk, type Target } from "./stacks";
 
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
@@ -40,7 +42,7 @@ export interface Selection {
   stacks: readonly string[];
   /** Project directories: every stack of each on its backend. */
   projects: readonly string[];
-  /** Directories whose subdirectories (with a Pulumi.yaml) are projects. */
+  /** Directories whose subdirectories (with a Pulumi.json, .yaml or .yml) are projects. */
   projectsDirs: readonly string[];
 }
 
@@ -103,17 +105,9 @@ export async function resolveTargets(
   const failures: StackReport[] = [];
   const projects = [...selection.projects];
   for (const parent of selection.projectsDirs) {
-    let entries: string[];
-    try {
-      entries = readdirSync(parent).sort();
-    } catch (e) {
-      failures.push(unlisted(parent, `cannot read the directory: ${errorMessage(e)}`));
-      continue;
-    }
-    const found = entries
-      .map((e) => join(parent, e))
-      .filter((d) => statSync(d).isDirectory() && isProjectDir(d));
-    if (found.length === 0)
+    const { found, unreadable } = projectsIn(parent);
+    failures.push(...unreadable);
+    if (found.length === 0 && unreadable.length === 0)
       failures.push(
         unlisted(
           parent,
@@ -128,17 +122,20 @@ export async function resolveTargets(
       continue;
     }
     try {
-      const ws = await LocalWorkspace.create({
-        workDir: resolve(dir),
-        pulumiCommand: engine.command,
-        envVars: engine.env,
-      });
-      const stacks = await ws.listStacks();
-      if (stacks.length === 0)
-        failures.push(
-          unlisted(dir, "the project has no stacks on this backend (`pulumi stack ls` lists none)"),
-        );
-      for (const s of stacks) targets.push({ dir, stack: s.name });
+      // A file backend's listing read as the CLI reads it; else `pulumi stack ls`.
+      const stacks =
+        stacksOnDisk(dir, { ...process.env, ...engine.env }) ??
+        (
+          await (
+            await LocalWorkspace.create({
+              workDir: resolve(dir),
+              pulumiCommand: engine.command,
+              envVars: engine.env,
+            })
+          ).listStacks()
+        ).map((s) => s.name);
+      if (stacks.length === 0) failures.push(unlisted(dir, noStacks(dir, engine.env)));
+      for (const stack of stacks) targets.push({ dir, stack });
     } catch (e) {
       failures.push(unlisted(dir, engineMessage(e, [])));
     }
@@ -151,6 +148,88 @@ export async function resolveTargets(
     return true;
   });
   return { targets: unique, failures };
+}
+
+/**
+ * The projects among the subdirectories of `parent` (each with a project file the CLI would take:
+ * Pulumi.json, .yaml or .yml), in name order, and an error report for each entry that cannot be
+ * looked into (unreadable, or a link to nothing): a project there would otherwise go unchecked
+ * without a word, and `--unmanaged` would list its objects as no stack's.
+ */
+function projectsIn(parent: string): { found: string[]; unreadable: StackReport[] } {
+  const found: string[] = [];
+  const unreadable: StackReport[] = [];
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(parent, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
+  } catch (e) {
+    return { found, unreadable: [unlisted(parent, `cannot read the directory: ${errorMessage(e)}`)] };
+  }
+  for (const entry of entries) {
+    const dir = join(parent, entry.name);
+    if (!entry.isDirectory() && !entry.isSymbolicLink()) continue;
+    try {
+      if (!statSync(dir).isDirectory()) continue;
+      readdirSync(dir);
+    } catch (e) {
+      unreadable.push(
+        unlisted(dir, `cannot look into it (${errorMessage(e)}): a project there could not be checked`),
+      );
+      continue;
+    }
+    if (isProjectDir(dir)) found.push(dir);
+  }
+  return { found, unreadable };
+}
+
+/**
+ * Why a project lists no stacks, and what to do: the backend the CLI resolved for it and what
+ * chose it, and a file backend in the project's own directory that holds stacks of it (the guide's
+ * first stacks each keep theirs in `.state`, and the login names only the last one's).
+ */
+function noStacks(dir: string, env: Record<string, string>): string {
+  const projectDir = resolve(dir);
+  const backend = projectBackend(projectDir, { ...process.env, ...env });
+  const where =
+    backend instanceof UnknownPlace
+      ? `its backend (which one, this cannot tell: ${backend.reason})`
+      : `its backend, ${backend.url} (named by ${backend.namedBy})`;
+  const file = projectFileIn(projectDir);
+  const name = file && typeof file.config === "object" ? file.config.name : undefined;
+  const here = typeof name === "string" ? fileBackendsIn(projectDir, name) : [];
+  const projectFile = file?.path ?? join(dir, "Pulumi.yaml");
+  const own = here
+    .filter((d) => backend instanceof UnknownPlace || d !== backend.dir)
+    .map((d) => `file://${d}`);
+  return (
+    `the project has no stacks on ${where}: \`pulumi stack ls\` in ${dir} lists none. ` +
+    (own.length > 0
+      ? `Its directory holds a file backend with stacks of this project, ${own.join(" and ")}: if those are its stacks, ` +
+        `set backend.url in ${projectFile} to ${own[0]}, then check again. `
+      : "") +
+    `Where its stacks are on another backend, set backend.url in ${projectFile} to that backend (or ` +
+    "PULUMI_BACKEND_URL, for every project); where it has none yet, create one (`pulumi stack init`) or leave the project out."
+  );
+}
+
+/** File backends directly inside `projectDir` whose layout holds stacks of project `name`. */
+function fileBackendsIn(projectDir: string, name: string): string[] {
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(projectDir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+  return entries
+    .filter((e) => e.isDirectory())
+    .map((e) => join(projectDir, e.name))
+    .filter((d) => {
+      try {
+        return readdirSync(join(d, ".pulumi", "stacks", name)).some((f) => /\.json(\.gz|\.zst)?$/.test(f));
+      } catch {
+        return false;
+      }
+    });
 }
 
 /** Runs `fn` over `items`, at most `limit` at a time; results in the items' order. */

@@ -14,7 +14,17 @@ import {
 } from "@pulumi/pulumi/automation";
 import { configKeysRead } from "../../provider/config";
 import { isProps } from "../../provider/model/check";
+import { UnknownPlace } from "../../provider/identity/place";
 import { readProject, readStackSettings } from "../../provider/pulumi-files";
+import {
+  checkpointDeployment,
+  lastOperation,
+  listStacks,
+  projectBackend,
+  type StackFiles,
+  stackFiles,
+} from "./backend";
+import { encryptedRead, stateOf } from "./state";
 
 /** One stack of one project directory. */
 export interface Target {
@@ -66,32 +76,80 @@ export interface StackRead {
 }
 
 /**
- * Reads `target` without selecting it: each command names the stack (`--stack`), so the three
- * run side by side, and stacks of one project do not take turns at `stack select` (which writes
- * the project's workspace file). The history is the CLI's own `stack history --json`, which the
- * Automation API offers only on a selected Stack.
+ * Reads `target` without selecting it. On a file backend whose files it knows as the CLI does
+ * (./backend) its checkpoint and history are read from there, and no CLI runs for them, unless the
+ * state holds an encrypted secret that the check reads (state.ts `encryptedRead`): only the CLI
+ * decrypts. Elsewhere each command names the stack (`--stack`), so the three run side by side, and
+ * stacks of one project do not take turns at `stack select` (which writes the project's workspace
+ * file). The history is then the CLI's own `stack history --json`, which the Automation API offers
+ * only on a selected Stack.
  */
 export async function readStack(target: Target, engine: Engine): Promise<StackRead> {
   const workDir = resolve(target.dir);
-  const ws = await LocalWorkspace.create({ workDir, pulumiCommand: engine.command, envVars: engine.env });
+  const env = { ...process.env, ...engine.env };
+  let ws: Promise<LocalWorkspace> | undefined;
+  const workspace = () =>
+    (ws ??= LocalWorkspace.create({ workDir, pulumiCommand: engine.command, envVars: engine.env }));
+  const found = stackFilesOf(target, env);
+  const files = typeof found === "object" ? found : undefined;
+  const exported = async (): Promise<Deployment> => {
+    const latest = files && checkpointDeployment(files);
+    if (
+      latest !== undefined &&
+      encryptedRead(stateOf({ version: 3, deployment: latest }).resources) === undefined
+    )
+      return { version: 3, deployment: latest };
+    return (await workspace()).exportStack(target.stack);
+  };
   const history = async () => {
+    const last = files ? lastOperation(files) : "cli";
+    if (last !== "cli") return last;
     const stdout = await pulumiCli(
       engine.command.command,
       ["stack", "history", "--json", "--page-size", "1", "--page", "1", "--stack", target.stack],
       workDir,
-      { ...process.env, ...engine.env },
+      env,
     );
     const entries: unknown = JSON.parse(stdout);
     const first: unknown = Array.isArray(entries) ? entries[0] : undefined;
     if (typeof first !== "object" || first === null) return undefined;
     return { kind: String(Reflect.get(first, "kind")), result: String(Reflect.get(first, "result")) };
   };
-  const [exported, config, last] = await Promise.all([
-    ws.exportStack(target.stack),
-    configFromFiles(workDir, target.stack, engine.env) ?? ws.getAllConfig(target.stack),
+  const [state, config, last] = await Promise.all([
+    exported(),
+    configFromFiles(workDir, target.stack, engine.env) ??
+      workspace().then((w) => w.getAllConfig(target.stack)),
     history(),
   ]);
-  return { exported, config, last };
+  return { exported: state, config, last };
+}
+
+/**
+ * The stacks of the project in `dir` on its backend, when that is a file backend whose listing
+ * this reads as the CLI does (./backend `listStacks`); else undefined: `pulumi stack ls` says.
+ */
+export function stacksOnDisk(dir: string, env: NodeJS.ProcessEnv): string[] | undefined {
+  const workDir = resolve(dir);
+  const backend = projectBackend(workDir, env);
+  if (backend instanceof UnknownPlace || backend.dir === undefined) return undefined;
+  const project = readProject(workDir);
+  const name = typeof project === "object" ? project.name : undefined;
+  return typeof name === "string" ? listStacks(backend.dir, name, env) : undefined;
+}
+
+/**
+ * The files of `target` on its project's backend, when that is a file backend this reads as the
+ * CLI does (./backend); "elsewhere" on a backend of another kind (the CLI reads the stack; its
+ * locks cannot be seen); undefined where this cannot tell (the CLI reads it, and says where).
+ */
+export function stackFilesOf(target: Target, env: NodeJS.ProcessEnv): StackFiles | "elsewhere" | undefined {
+  const workDir = resolve(target.dir);
+  const backend = projectBackend(workDir, env);
+  if (backend instanceof UnknownPlace) return undefined;
+  if (backend.dir === undefined) return "elsewhere";
+  const project = readProject(workDir);
+  const name = typeof project === "object" ? project.name : undefined;
+  return typeof name === "string" ? stackFiles(backend.dir, name, target.stack) : undefined;
 }
 
 /**

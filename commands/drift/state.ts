@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import type { ConfigMap, Deployment } from "@pulumi/pulumi/automation";
 import { z } from "zod";
 import { type ProviderSettings, settingsFor } from "../../provider/config";
-import { fromExported, reveal } from "../../provider/engine/secrets";
+import { fromExported, isSecretWrapper, reveal } from "../../provider/engine/secrets";
 import { STACK_ANCHOR } from "../../provider/identity";
 import {
   LIFECYCLES,
@@ -67,6 +67,37 @@ export function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
   const kind = name === undefined ? undefined : KIND_OF.get(name);
   if (kind) return r.external ? "skip" : kind; // a lookup (`get`) is read, never drift, never held
   return r.custom === false ? "skip" : "foreign"; // components hold nothing to refresh
+}
+
+/** Whether `v` holds a secret as a checkpoint keeps it, encrypted (`ciphertext`): only the CLI opens it. */
+function holdsCiphertext(v: unknown): boolean {
+  if (Array.isArray(v)) return v.some(holdsCiphertext);
+  if (!isProps(v)) return false;
+  if (isSecretWrapper(v) && "ciphertext" in v) return true;
+  return Object.values(v).some(holdsCiphertext);
+}
+
+/** Whether a provider resource is a default provider (the stack's config configures it). */
+const isDefaultProvider = (urn: string) => /::default(_|$)[^:]*$/.test(urn);
+
+/**
+ * A resource whose stored values this command reads (this provider's resources, an explicit
+ * provider's inputs) and that holds an encrypted secret, as a stack's checkpoint file keeps it;
+ * its URN, else undefined. Such a state is read through `pulumi stack export --show-secrets`,
+ * which decrypts with the stack's secrets provider.
+ */
+export function encryptedRead(resources: readonly StateResource[]): string | undefined {
+  for (const r of resources) {
+    const kind = classify(r);
+    const read =
+      kind !== "skip" && kind !== "foreign"
+        ? [r.inputs, r.outputs]
+        : r.type.startsWith("pulumi:providers:") && !isDefaultProvider(r.urn)
+          ? [r.inputs]
+          : [];
+    if (read.some(holdsCiphertext)) return r.urn;
+  }
+  return undefined;
 }
 
 /** A resource's stored values as the lifecycles take them: secrets revealed. */
@@ -148,7 +179,7 @@ export function providerSettingsOf(
     const providerUrn = r.provider?.split("::").slice(0, -1).join("::");
     const provider = providerUrn === undefined ? undefined : byUrn.get(providerUrn);
     if (!provider) return new NoProvider(`the provider of ${r.urn} is not in the state`);
-    if (/::default(_|$)[^:]*$/.test(provider.urn)) return ofStack();
+    if (isDefaultProvider(provider.urn)) return ofStack();
     const inputs = reveal(fromExported(provider.inputs ?? {}));
     const get = (key: string) => {
       const v = isProps(inputs) ? inputs[key.replace(/^edge:/, "")] : undefined;

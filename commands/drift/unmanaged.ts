@@ -89,21 +89,26 @@ function serviceName(settings: ProviderSettings): string {
 /**
  * Reads the checked stacks' states (with `read`, which keeps what the fast path read), `parallel`
  * at a time, and the services they deploy to, and says what on those services none of them
- * holds. `unlisted`: the directories whose stacks could not be listed (they may hold objects too).
+ * holds. `reports`: every stack's report, and one for each directory whose stacks could not be
+ * listed: each that is an error is a caveat, and the list is complete only without caveats.
  */
 export async function findUnmanaged(
   targets: readonly Target[],
-  unlisted: readonly StackReport[],
+  reports: readonly StackReport[],
   read: (target: Target) => Promise<StackRead>,
   engine: Engine,
   parallel: number,
 ): Promise<Unmanaged> {
   const held = new Set<string>();
   const services = new Map<string, ProviderSettings>();
-  const caveats = unlisted.map(
-    (u) =>
-      `${u.dir}: its stacks could not be listed (${u.error ?? "unknown"}): objects they hold are listed too`,
-  );
+  const firstLine = (text: string | undefined) => (text ?? "unknown").split("\n")[0];
+  const caveats = reports
+    .filter((r) => r.verdict === "error")
+    .map((r) =>
+      r.stack === "*"
+        ? `${r.dir}: its stacks could not be listed (${firstLine(r.error)}): objects they hold are listed too`
+        : `${stackLabel(r)}: it could not be checked (${firstLine(r.error)}): objects it holds may be listed too`,
+    );
   const addService = (settings: ProviderSettings) => {
     // An embedded service that never ran there holds nothing: opening it would make a database.
     if (settings.baseUrl === undefined && !existsSync(join(settings.dataDir, "edge.db"))) return;
@@ -163,5 +168,5 @@ export async function findUnmanaged(
       listed.push({ service, objects: [], error: errorMessage(e) });
     }
   }
-  return { stacks: targets.length, services: listed, caveats };
+  return { stacks: targets.length, complete: caveats.length === 0, services: listed, caveats };
 }

@@ -179,7 +179,7 @@ function cliWorkingDirectory(): string | undefined {
   return undefined;
 }
 
-function accountHome(): string {
+export function accountHome(): string {
   try {
     return userInfo().homedir;
   } catch {

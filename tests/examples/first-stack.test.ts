@@ -201,18 +201,26 @@ interface Run {
   project: string;
   home: string;
   npmCalls: string[];
+  /** The environment the script ran in. */
+  env: Record<string, string | undefined>;
 }
 
-/** The run in flight, undone after each test (jest runs afterEach after a timeout too). */
-let running: { child: ChildProcess; marker: string; dir: string } | undefined;
+/** The TypeScript and Python first days, kept for the guide's fleet check after them. */
+const days: Partial<Record<Language, Run>> = {};
+
+/**
+ * The run in flight, undone after each test (jest runs afterEach after a timeout too); its
+ * directories kept when `keep` (the fleet check after the TypeScript and Python days uses them).
+ */
+let running: { child: ChildProcess; marker: string; dir: string; keep: boolean } | undefined;
 afterEach(async () => {
   if (!running) return;
-  const { child, marker, dir } = running;
+  const { child, marker, dir, keep } = running;
   running = undefined;
   if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, "SIGKILL");
   for (const p of processesMarked(marker)) process.kill(p.pid, "SIGKILL");
   await survivors(marker);
-  rmSync(dir, { recursive: true, force: true });
+  if (!keep) rmSync(dir, { recursive: true, force: true });
 });
 
 /** The script's `pulumi import … --out FILE`, for a host that cannot generate code (see the header). */
@@ -230,10 +238,18 @@ function importWithoutHostCodegen(text: string, language: Language, dir: string)
   );
 }
 
-/** examples/<language>/first-stack.sh, run in a copy of its example; its exit code and output. */
-async function firstStack(language: Language, extraEnv: Record<string, string> = {}): Promise<Run> {
+/**
+ * examples/<language>/first-stack.sh, run in a copy of its example; its exit code and output.
+ * `keep`: the copy is `<base>/side-by-side/<language>`, as a newcomer keeps the projects of two
+ * first days side by side, and it stays for the fleet check after them.
+ */
+async function firstStack(
+  language: Language,
+  extraEnv: Record<string, string> = {},
+  keep = false,
+): Promise<Run> {
   const dir = join(base, language);
-  const project = join(dir, "project");
+  const project = keep ? join(base, "side-by-side", language) : join(dir, "project");
   const home = join(dir, "pulumi-home");
   const tripwires = join(dir, "tripwires");
   for (const d of [home, tripwires]) mkdirSync(d, { recursive: true });
@@ -291,7 +307,7 @@ async function firstStack(language: Language, extraEnv: Record<string, string> =
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
   });
-  running = { child, marker, dir };
+  running = { child, marker, dir, keep };
   let out = "";
   child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
   child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
@@ -299,7 +315,7 @@ async function firstStack(language: Language, extraEnv: Record<string, string> =
   // The script's trap stopped the service; nothing it started outlives it.
   expect(await survivors(marker)).toEqual([]);
   const npmCalls = existsSync(npmLog) ? readFileSync(npmLog, "utf8").trim().split("\n") : [];
-  return { code, out, project, home, npmCalls };
+  return { code, out, project, home, npmCalls, env };
 }
 
 const passed = (run: Run) => {
@@ -374,7 +390,8 @@ function expectNoNpmAndTheArchivedPlugin(run: Run) {
 test(
   "typescript: npm installs the tarball, pinned; the package's edge-service serves; the whole first day",
   async () => {
-    const run = await firstStack("typescript");
+    const run = await firstStack("typescript", {}, true);
+    days.typescript = run;
     expectFirstDay("typescript", run);
     const pkg = JSON.parse(readFileSync(join(run.project, "package.json"), "utf8")) as {
       dependencies: Record<string, string>;
@@ -395,7 +412,8 @@ test(
 test(
   "python: pip installs the wheel, the engine the archived plugin, the service runs from its archive; the whole first day, no npm",
   async () => {
-    const run = await firstStack("python");
+    const run = await firstStack("python", {}, true);
+    days.python = run;
     expectFirstDay("python", run);
     expectNoNpmAndTheArchivedPlugin(run);
     const versions = execFileSync(
@@ -406,6 +424,111 @@ test(
     expect(versions.trim()).toBe(`${engine.PULUMI_VERSION} ${VERSION}`);
   },
   scaled(600_000),
+);
+
+/** The lines of the guide's fleet check after the first stacks (docs/guide.md, "After the first stacks"). */
+function fleetLines(): string {
+  const guide = readFileSync(join(engine.ROOT, "docs", "guide.md"), "utf8");
+  const section = guide.slice(guide.indexOf("\n### After the first stacks: "));
+  const block = /```sh\n([\s\S]*?)```/.exec(section)?.[1];
+  if (block === undefined) throw new Error('docs/guide.md: no sh block under "After the first stacks"');
+  return block;
+}
+
+/** A first day's service again, on its port and data, as its lines start it; stopped by `stop`. */
+async function serveAgain(run: Run, env: Record<string, string | undefined>) {
+  const port = /^ {2}edge:baseUrl: http:\/\/127\.0\.0\.1:(\d+)$/m.exec(
+    readFileSync(join(run.project, "Pulumi.dev.yaml"), "utf8"),
+  )?.[1];
+  expect(port).toBeDefined();
+  const program = [
+    join(run.project, "node_modules/.bin/edge-service"),
+    join(run.project, "edge-service/edge-service"),
+  ].find((f) => existsSync(f))!;
+  const child = spawn(program, ["serve", "--port", port!, "--data", "edge-data"], {
+    cwd: run.project,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let said = "";
+  child.stdout!.on("data", (b: Buffer) => (said += b.toString()));
+  child.stderr!.on("data", (b: Buffer) => (said += b.toString()));
+  const deadline = Date.now() + scaled(60_000);
+  while (!/^edge-service listening on/m.test(said)) {
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`${program} serve did not say it listens:\n${said}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return child;
+}
+
+test(
+  "the guide's fleet check after the TypeScript and Python first stacks: as written, both found on their own backends, clean, nothing unmanaged",
+  async () => {
+    const { typescript: ts, python: py } = days;
+    if (!ts || !py)
+      throw new Error("it follows the TypeScript and Python first days above, which did not run");
+    const parent = join(base, "side-by-side");
+    const marker = `first-stack-fleet-${process.pid}-${Date.now()}`;
+    // A newcomer's one PULUMI_HOME: its login the last first stack's, Python's .state.
+    const env = { ...ts.env, PULUMI_HOME: py.home, [MARKER_VARIABLE]: marker };
+    expect(readFileSync(join(py.home, "credentials.json"), "utf8")).toContain(
+      `file://${join(py.project, ".state")}`,
+    );
+    const bash = (lines: string) =>
+      new Promise<{ code: number | null; out: string }>((resolve) => {
+        const child = spawn("bash", ["-euo", "pipefail", "-c", lines], {
+          cwd: parent,
+          env,
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+        let out = "";
+        child.stdout!.on("data", (b: Buffer) => (out += b.toString()));
+        child.stderr!.on("data", (b: Buffer) => (out += b.toString()));
+        child.once("close", (code) => resolve({ code, out }));
+      });
+    const services: ChildProcess[] = [];
+    try {
+      for (const run of [ts, py]) services.push(await serveAgain(run, env));
+      const lines = fleetLines();
+      const check = lines.split("\n").find((l) => l.includes("pulumi-edge drift"))!;
+      expect(check).toBe("(cd typescript && npx pulumi-edge drift --projects-dir .. --unmanaged)");
+
+      // Before the lines name each backend: the login's holds only Python's stack, and the error
+      // names the backend it looked in and the .state that holds TypeScript's.
+      const before = await bash(check);
+      expect(before.code).toBe(2);
+      expect(before.out.replace(/\s+/g, " ")).toContain(
+        `the project has no stacks on its backend, file://${join(py.project, ".state")} (named by \`pulumi login\``,
+      );
+      expect(before.out.replace(/\s+/g, " ")).toContain(
+        `set backend.url in ${join(ts.project, "Pulumi.yaml")} to file://${join(ts.project, ".state")}`,
+      );
+      expect(before.out).toMatch(/NOT COMPLETE, delete nothing on it/);
+
+      const after = await bash(lines);
+      if (after.code !== 0) throw new Error(`the guide's fleet lines exited ${after.code}:\n${after.out}`);
+      expect(after.out).toMatch(/^\.\.\/python:dev\s+clean\s+fast\b/m);
+      expect(after.out).toMatch(/^\.\.\/typescript:dev\s+clean\s+fast\b/m);
+      for (const run of [ts, py]) {
+        const url = /^ {2}edge:baseUrl: (\S+)$/m.exec(
+          readFileSync(join(run.project, "Pulumi.dev.yaml"), "utf8"),
+        )![1]!;
+        expect(after.out).toContain(`  ${url}: none`);
+      }
+      expect(after.out).toMatch(/every project and stack found was read, so the list is complete/);
+      expect(after.out.trimEnd().split("\n").pop()).toBe(
+        "2 stacks: 0 drifted, 2 clean, 0 error; 0 unmanaged objects",
+      );
+    } finally {
+      for (const child of services) child.kill("SIGTERM");
+      for (const p of processesMarked(marker)) process.kill(p.pid, "SIGKILL");
+      await survivors(marker);
+      for (const d of [parent, join(base, "typescript"), join(base, "python")])
+        rmSync(d, { recursive: true, force: true });
+    }
+  },
+  scaled(300_000),
 );
 
 for (const language of ["go", "yaml"] as const) {

@@ -78,20 +78,22 @@ const unmanagedObject: fc.Arbitrary<UnmanagedObject> = fc
   })
   .map(({ createdAt, ...o }) => (createdAt === undefined ? o : { ...o, createdAt }));
 
-const unmanaged: fc.Arbitrary<Unmanaged> = fc.record({
-  stacks: fc.nat(50),
-  services: fc.array(
-    fc
-      .record({
-        service: text,
-        objects: fc.array(unmanagedObject, { maxLength: 3 }),
-        error: maybe(hostileText(40)),
-      })
-      .map(({ error, ...s }) => (error === undefined ? s : { ...s, objects: [], error })),
-    { maxLength: 3 },
-  ),
-  caveats: fc.array(text, { maxLength: 2 }),
-});
+const unmanaged: fc.Arbitrary<Unmanaged> = fc
+  .record({
+    stacks: fc.nat(50),
+    services: fc.array(
+      fc
+        .record({
+          service: text,
+          objects: fc.array(unmanagedObject, { maxLength: 3 }),
+          error: maybe(hostileText(40)),
+        })
+        .map(({ error, ...s }) => (error === undefined ? s : { ...s, objects: [], error })),
+      { maxLength: 3 },
+    ),
+    caveats: fc.array(text, { maxLength: 2 }),
+  })
+  .map((u) => ({ ...u, complete: u.caveats.length === 0 }));
 
 const stack: fc.Arbitrary<StackReport> = fc
   .record({
@@ -226,7 +228,14 @@ test("property: JUnit is well-formed XML with a testcase per stack, names as giv
       expect(root.children).toHaveLength(1);
       const cases = root.children[0]!.children;
       const services = report.unmanaged?.services ?? [];
-      expect(cases).toHaveLength(report.stacks.length + services.length);
+      // An incomplete list: one more testcase, its error.
+      const incomplete = report.unmanaged?.complete === false ? 1 : 0;
+      expect(cases).toHaveLength(report.stacks.length + services.length + incomplete);
+      if (incomplete) {
+        const c = cases.at(-1)!;
+        expect(c.attributes).toMatchObject({ classname: "unmanaged", name: "complete" });
+        expect(c.children.map((x) => x.name)).toEqual(["error"]);
+      }
       services.forEach((s, i) => {
         const c = cases[report.stacks.length + i]!;
         expect(c.attributes).toMatchObject({ classname: "unmanaged", name: expectedLine(s.service) });

@@ -138,6 +138,7 @@ describe("every rendering lists them, with what the list can be trusted for", ()
   };
   const unmanaged: Unmanaged = {
     stacks: 2,
+    complete: false,
     services: [
       { service: "http://127.0.0.1:8080", objects: [orphan] },
       { service: "/srv/edge/data", objects: [] },
@@ -146,6 +147,7 @@ describe("every rendering lists them, with what the list can be trusted for", ()
       "stacks/lab:*: its stacks could not be listed (no Pulumi.yaml): objects they hold are listed too",
     ],
   };
+  const complete: Unmanaged = { ...unmanaged, complete: true, caveats: [] };
   const report: FleetReport = {
     stacks: [
       { dir: "stacks/shop", stack: "prod", verdict: "clean", resources: [], seconds: 1 },
@@ -154,7 +156,15 @@ describe("every rendering lists them, with what the list can be trusted for", ()
     unmanaged,
   };
   const scope =
-    "objects on the service that none of the 2 checked stacks holds: complete only when every stack that deploys to the service was checked (an object of a stack not checked is listed too)";
+    "NOT COMPLETE, delete nothing on it: objects on the service that none of the 2 checked stacks holds, but what could not be listed, checked or read (1 caveat below) may hold some of them";
+  const completeScope =
+    "objects on the service that none of the 2 checked stacks holds: every project and stack found was read, so the list is complete unless a stack not given here deploys to the service (an object of a stack not checked is listed too)";
+
+  test("the list says whether it is complete: never with a caveat", () => {
+    expect(renderTable({ ...report, unmanaged: complete })).toContain(`Unmanaged: ${completeScope}.\n`);
+    expect(renderTable(report)).toContain(`Unmanaged: ${scope}.\n`);
+    expect(renderMarkdown(report)).toContain(`${scope}.`);
+  });
 
   test("table", () => {
     const table = renderTable(report);
@@ -189,31 +199,40 @@ describe("every rendering lists them, with what the list can be trusted for", ()
       unmanaged: Unmanaged;
     };
     expect(json.unmanaged).toEqual(unmanaged);
+    expect(json.unmanaged.complete).toBe(false);
     expect(json.summary).toEqual({ stacks: 2, clean: 2, drifted: 0, error: 0, unmanaged: 1 });
-    expect(json.exitCode).toBe(1);
+    expect(json.exitCode).toBe(2); // not complete: an error, whatever it lists
   });
 
-  test("junit: a testcase per service, objects a failure, a service not listed an error", () => {
+  test("junit: a testcase per service, objects a failure, a service not listed an error, an incomplete list an error", () => {
     const broken: FleetReport = {
       ...report,
       unmanaged: {
-        ...unmanaged,
+        ...complete,
         services: [...unmanaged.services, { service: "http://gone", objects: [], error: "ECONNREFUSED" }],
       },
     };
     const xml = renderJunit(broken);
     expect(xml).toContain('<testsuite name="pulumi-edge drift" tests="5" failures="1" errors="1"');
+    expect(xml).not.toContain('name="complete"');
+    const incomplete = renderJunit(report);
+    expect(incomplete).toContain('<testsuite name="pulumi-edge drift" tests="5" failures="1" errors="1"');
+    expect(incomplete).toContain('<testcase classname="unmanaged" name="complete" time="0.000">');
+    expect(incomplete).toContain('<error type="incomplete" message="1 caveat: the list is not complete">');
+    expect(incomplete).toContain(`caveat: ${unmanaged.caveats[0]}`);
     expect(xml).toContain('<testcase classname="unmanaged" name="http://127.0.0.1:8080" time="0.000">');
     expect(xml).toContain('<failure type="unmanaged" message="1 object no checked stack holds">');
     expect(xml).toContain(`  ${orphan.importCommand}`);
     expect(xml).toContain('<error type="error" message="ECONNREFUSED">ECONNREFUSED</error>');
   });
 
-  test("exit code: 1 for an object no checked stack holds, 2 for a service not listed, 0 without either", () => {
-    expect(exitCode(report)).toBe(1);
-    const none = { ...unmanaged, services: [{ service: "http://127.0.0.1:8080", objects: [] }] };
+  test("exit code: 1 for an object no checked stack holds, 2 for a service not listed or a list not complete, 0 without any", () => {
+    expect(exitCode({ ...report, unmanaged: complete })).toBe(1);
+    const none = { ...complete, services: [{ service: "http://127.0.0.1:8080", objects: [] }] };
     expect(exitCode({ ...report, unmanaged: none })).toBe(0);
     const failed = { ...none, services: [{ service: "http://gone", objects: [], error: "ECONNREFUSED" }] };
     expect(exitCode({ ...report, unmanaged: failed })).toBe(2);
+    expect(exitCode(report)).toBe(2);
+    expect(exitCode({ ...report, unmanaged: { ...none, complete: false, caveats: ["x"] } })).toBe(2);
   });
 });
