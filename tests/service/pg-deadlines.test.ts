@@ -255,10 +255,9 @@ describe("a write held on a lock past its deadline", () => {
       const eventsBefore = await watcher.query("SELECT seq FROM audit_events WHERE object_id = $1", [
         route.id,
       ]);
-      const patched = app.request(`${path}/${route.id}`, {
-        method: "PATCH",
-        ...json({ description: "late?" }),
-      });
+      const patched = Promise.resolve(
+        app.request(`${path}/${route.id}`, { method: "PATCH", ...json({ description: "late?" }) }),
+      );
       let answered = false;
       void patched.then(() => (answered = true));
       // A quarter of the deadline in, the row is let go: the PATCH's COMMIT statement then waits on
