@@ -5,6 +5,8 @@
  *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
  *                    [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
  *                    [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
+ *                    [--database-deadline 5s] [--handshake-timeout 10s] [--headers-timeout 10s]
+ *                    [--request-timeout 30s] [--max-connections 1000] [--max-handshakes 256]
  *                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE] | env EDGE_TLS_*]
  * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
  * edge-service migrate --from DIR --to postgres://...
@@ -23,6 +25,7 @@ import { parseRetention } from "../audit-retention";
 import { batchedSink, LOG_FORMATS, type LogFormat, type ServiceLog, serviceLog } from "../http/log";
 import { Secrets, SecretsKey, SecretsKeyError, secretsKeyFrom } from "../secrets";
 import type { TlsFiles } from "../http/tls";
+import { type ConnectionLimits, DEFAULT_CONNECTION_LIMITS } from "../http/connection-limits";
 import {
   type RunningServer,
   type ServerOptions,
@@ -43,7 +46,9 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
                           [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
                           [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
                           [--log-format text|json] [--drain 5s] [--shutdown-grace 10s]
-                          [--audit-retention 90d]
+                          [--audit-retention 90d] [--database-deadline 5s]
+                          [--handshake-timeout 10s] [--headers-timeout 10s] [--request-timeout 30s]
+                          [--max-connections 1000] [--max-handshakes 256]
                           [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]
                            | env EDGE_TLS_CERT, EDGE_TLS_KEY, EDGE_TLS_CLIENT_CA]
          (--database: the PostgreSQL store; run several replicas on one database behind a load
@@ -52,7 +57,13 @@ const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
           --secrets-key-file (or comma-separate EDGE_SECRETS_KEY) for a key ring: each key opens
           what it sealed, new values are sealed under the store's current key; --log-format
           json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
-          long GET /audit_events keeps each change, 30s..999999d, pruned in the background. GET
+          long GET /audit_events keeps each change, 30s..999999d, pruned in the background;
+          --database-deadline: how long a database call may take (PostgreSQL), then its request
+          is answered 503 with Retry-After and nothing it began commits; --handshake-timeout,
+          --headers-timeout (from the connection's start for its first request),
+          --request-timeout (from a request's first byte to its answer's last): a connection
+          that takes longer is closed; --max-connections: open at once, more are closed at
+          once; --max-handshakes: TLS handshakes under way, one more closes the oldest. GET
           /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
           SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
           connections open for --drain (5s: a load balancer may be sending on one; 0 closes
@@ -396,6 +407,12 @@ const OPTIONS = {
   "log-format": { type: "string", default: "text" },
   "shutdown-grace": { type: "string" },
   drain: { type: "string" },
+  "database-deadline": { type: "string" },
+  "handshake-timeout": { type: "string" },
+  "headers-timeout": { type: "string" },
+  "request-timeout": { type: "string" },
+  "max-connections": { type: "string" },
+  "max-handshakes": { type: "string" },
   "audit-retention": { type: "string", default: "90d" },
   "tls-cert": { type: "string" },
   "tls-key": { type: "string" },
@@ -528,6 +545,14 @@ function serverOptions(
       throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
+  let databaseDeadlineMs: number | undefined;
+  if (values["database-deadline"] !== undefined) {
+    databaseDeadlineMs = durationMs("--database-deadline", values["database-deadline"]);
+    if (databaseDeadlineMs < 1000 || databaseDeadlineMs > 600_000)
+      throw new Error(`--database-deadline must be from 1s to 600s, got ${values["database-deadline"]}`);
+    if (databaseUrl === undefined)
+      throw new Error("--database-deadline applies to --database (PostgreSQL) only");
+  }
   const auditRetentionMs = parseRetention(values["audit-retention"]);
   if (auditRetentionMs === undefined) {
     throw new Error(
@@ -554,8 +579,47 @@ function serverOptions(
         ? DEFAULT_SHUTDOWN_GRACE_MS
         : durationMs("--shutdown-grace", values["shutdown-grace"]),
     auditRetentionMs,
+    databaseDeadlineMs,
+    limits: connectionLimitsOf(values),
     tls: tlsFilesOf(values),
   };
+}
+
+/** `serve`'s connection limits given on the command line (the others keep their defaults). */
+function connectionLimitsOf(values: Values): Partial<ConnectionLimits> {
+  const limits: Partial<ConnectionLimits> = {};
+  const timeouts = [
+    ["handshake-timeout", "handshakeTimeoutMs"],
+    ["headers-timeout", "headersTimeoutMs"],
+    ["request-timeout", "requestTimeoutMs"],
+  ] as const;
+  for (const [flag, key] of timeouts) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    const ms = durationMs(`--${flag}`, text);
+    if (ms < 100) throw new Error(`--${flag} must be 100ms or more, got ${text}`);
+    limits[key] = ms;
+  }
+  const headers = limits.headersTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.headersTimeoutMs;
+  const request = limits.requestTimeoutMs ?? DEFAULT_CONNECTION_LIMITS.requestTimeoutMs;
+  if (headers > request) {
+    throw new Error(
+      `--headers-timeout (${seconds(headers)}) must not be longer than --request-timeout (${seconds(request)}): a request's headers are part of it`,
+    );
+  }
+  const counts = [
+    ["max-connections", "maxConnections"],
+    ["max-handshakes", "maxPendingHandshakes"],
+  ] as const;
+  for (const [flag, key] of counts) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!/^\d+$/.test(text) || n < 1 || n > 1_000_000)
+      throw new Error(`--${flag} must be an integer from 1 to 1000000, got ${text}`);
+    limits[key] = n;
+  }
+  return limits;
 }
 
 /** `serve`: the server until a signal stops it, then what the stop did. */

@@ -11,6 +11,13 @@ import { Secrets, type SecretsKey, UNSEALED_WARNING } from "../secrets";
 import { openStore } from "../store/store-open";
 import { Presence } from "../store/presence";
 import { ServedTls, type TlsFiles, type TlsReload } from "./tls";
+import {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  enforceLimits,
+  serverOptionsOf,
+} from "./connection-limits";
+import { DEFAULT_DATABASE_DEADLINE_MS } from "../store/store";
 
 export interface ServerOptions {
   /** Data directory (created if missing), or ":memory:": the SQLite store. */
@@ -19,6 +26,14 @@ export interface ServerOptions {
   databaseUrl?: string;
   /** PostgreSQL: connections of this replica's pool (default 10). */
   poolSize?: number;
+  /**
+   * PostgreSQL: how long any database call may take, from asking for a connection to its answer
+   * (default DEFAULT_DATABASE_DEADLINE_MS; see PostgresStoreOptions.deadlineMs): then its request
+   * is answered 503 with Retry-After, and nothing it began commits.
+   */
+  databaseDeadlineMs?: number;
+  /** Timeouts and caps of the server's connections (see ./connection-limits); each defaults. */
+  limits?: Partial<ConnectionLimits>;
   /**
    * Default 127.0.0.1. A non-loopback host requires an API key (the bootstrap key, or a named one
    * in force); without `tls` the server warns that keys and secrets cross the network in clear.
@@ -141,6 +156,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     databaseUrl: opts.databaseUrl,
     backgroundCheckpoints: true,
     poolSize: opts.poolSize,
+    deadlineMs: opts.databaseDeadlineMs ?? DEFAULT_DATABASE_DEADLINE_MS,
     log: log && ((line) => log.event("warn", line)),
     secrets,
   });
@@ -170,11 +186,14 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     clientCertificates: tls?.clientCertificates,
   });
   const handlers = new RunningHandlers();
+  const limits = { ...DEFAULT_CONNECTION_LIMITS, ...opts.limits };
   const { server, url, port } = await listen(
     handlers.counting(app.fetch),
     host,
     opts.port ?? 8080,
     tls,
+    limits,
+    log && ((line) => log.event("warn", line)),
   ).catch(async (e: unknown) => {
     await store.close();
     throw e;
@@ -270,10 +289,15 @@ async function listen(
   host: string,
   port: number,
   tls: ServedTls | undefined,
+  limits: ConnectionLimits,
+  log: ((line: string) => void) | undefined,
 ): Promise<{ server: HttpServer; url: string; port: number }> {
   const options = tls
-    ? { createServer: createHttpsServer, serverOptions: tls.serverOptions() }
-    : { createServer: undefined };
+    ? {
+        createServer: createHttpsServer,
+        serverOptions: { ...tls.serverOptions(), ...serverOptionsOf(limits) },
+      }
+    : { createServer: undefined, serverOptions: serverOptionsOf(limits) };
   const server = await new Promise<HttpServer>((resolve, reject) => {
     const s = serve({ fetch, hostname: host, port, ...options }, () => {
       if (isHttps(s)) {
@@ -290,6 +314,7 @@ async function listen(
   // the balancer is the side that closes, and knows it. Headers may still take their 60 s once a
   // request begins (node counts headersTimeout from the request's first byte).
   server.keepAliveTimeout = KEEP_ALIVE_IDLE_MS;
+  enforceLimits(server, limits, tls !== undefined, log);
   const address = server.address();
   if (address === null || typeof address === "string") {
     throw new Error(`the server listens on ${address}, not a TCP port`);

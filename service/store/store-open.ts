@@ -12,6 +12,8 @@ export interface StoreChoice {
   backgroundCheckpoints?: boolean;
   /** PostgreSQL: connections of this process's pool. */
   poolSize?: number;
+  /** PostgreSQL: the bound on every database call (see PostgresStoreOptions.deadlineMs); default none. */
+  deadlineMs?: number;
   log?: (line: string) => void;
   /** The secrets key (see ./secrets); default: none, secrets stored unsealed. */
   secrets?: Secrets;
@@ -32,6 +34,7 @@ export async function openStore(choice: StoreChoice): Promise<Store> {
     const { PostgresStore } = require("./store-postgres") as typeof import("./store-postgres");
     return PostgresStore.open(choice.databaseUrl, {
       poolSize: choice.poolSize,
+      deadlineMs: choice.deadlineMs,
       log: choice.log,
       secrets: choice.secrets,
     });

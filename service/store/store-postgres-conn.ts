@@ -26,10 +26,20 @@ const UNAVAILABLE_CODES: ReadonlySet<string> = new Set([
   "EAI_AGAIN",
 ]);
 
+/**
+ * What the server ended because a deadline of the service passed (see PgDriver's deadline): the
+ * statement (statement_timeout) or the transaction left idle (idle_in_transaction_session_timeout).
+ * Rolled back, nothing done: a 503 the client retries, like a database out of reach.
+ */
+const DEADLINE_CODES: ReadonlySet<string> = new Set([
+  "57014", // query_canceled: statement_timeout
+  "25P03", // idle_in_transaction_session_timeout
+]);
+
 function isUnavailable(e: unknown): boolean {
   const found = errorField(e, "code");
   const code = typeof found === "string" ? found : "";
-  if (code.startsWith("08") || UNAVAILABLE_CODES.has(code)) return true;
+  if (code.startsWith("08") || UNAVAILABLE_CODES.has(code) || DEADLINE_CODES.has(code)) return true;
   return /Connection terminated|connection timeout|timeout exceeded when trying to connect|Client has encountered a connection error|Connection closed/i.test(
     errorMessage(e),
   );
@@ -48,6 +58,30 @@ export function translate(e: unknown): unknown {
     );
   }
   return e;
+}
+
+/**
+ * When a transaction must be over (performance.now()'s clock): its connection is cut then (see
+ * PgDriver), and its COMMIT is sent only with a server-side bound that ends before it.
+ */
+export interface Deadline {
+  readonly at: number;
+  /** Said in the 503's log line: "the 5 s database deadline". */
+  readonly what: string;
+}
+
+/**
+ * How long before the deadline a COMMIT's statement must be over on the server: the time its
+ * answer takes to come back and the COMMIT's own flush. A write that could still be running on
+ * the server when its client is told 503 is cancelled by the server instead.
+ */
+export const COMMIT_MARGIN_MS = 250;
+
+/** The deadline passed: the transaction is given up, its connection cut, and nothing committed. */
+export function deadlinePassed(deadline: Deadline, where: string): StoreUnavailable {
+  return new StoreUnavailable(
+    `PostgreSQL did not answer within ${deadline.what} (${where}); the transaction was rolled back and its connection dropped: retry shortly`,
+  );
 }
 
 /** Advisory lock keys: (class, key) pairs of pg_advisory_xact_lock(int4, int4). */
@@ -156,6 +190,8 @@ export class PgConn implements Conn {
     opening: Opening,
     /** Write transactions lock the rows they read to change. */
     readonly locking: boolean,
+    /** When the transaction must be over; none: unbounded (migrations, `secrets rotate`). */
+    private readonly deadline?: Deadline,
   ) {
     this.opening = opening;
   }
@@ -238,6 +274,16 @@ export class PgConn implements Conn {
         prepared.add(step.name);
       }
       sql.push(`EXECUTE ${step.name}${step.literals}`);
+    }
+    if (commit && this.deadline !== undefined) {
+      // The statements that commit may run on the server only until a moment before the client
+      // gives up (the session's statement_timeout counts from each statement's own start): a
+      // write still waiting there (on a row lock) is cancelled rather than committed after its
+      // client was told 503. SET LOCAL ends with the transaction; after the PREPAREs, whose
+      // round trips the bound must not count.
+      const ms = Math.floor(this.deadline.at - performance.now() - COMMIT_MARGIN_MS);
+      if (ms < 1) throw deadlinePassed(this.deadline, "no time was left to commit");
+      sql.splice(opening === undefined ? 0 : 1, 0, `SET LOCAL statement_timeout = ${ms}`);
     }
     if (commit) sql.push("COMMIT");
     this.opening = undefined;

@@ -37,6 +37,8 @@ import { Secrets } from "../secrets";
 import { type PoolStats, type SqlValue, type Statement, StoreUnavailable } from "./store";
 import { type Conn, runSteps, type StoreDriver, type StoreSchema, type TxMode } from "./store-driver";
 import {
+  type Deadline,
+  deadlinePassed,
   LOCK_CLASS_SCHEMA,
   LOCK_CLASS_SECRETS,
   type Opening,
@@ -44,6 +46,7 @@ import {
   translate,
   type Value,
 } from "./store-postgres-conn";
+import { CHECK_MS, cut, Reach } from "./store-postgres-reach";
 import { SqlStore } from "./store-sql";
 import { migrate } from "./store-steps";
 
@@ -93,6 +96,11 @@ const WRITE_OPENING: Opening = {
     },
   ],
 };
+/**
+ * What a migration or a rotation runs under, whatever its session's bounds (see `deadlineMs`):
+ * it may rewrite every row, and replicas starting together wait on its lock.
+ */
+const UNBOUNDED = "SET LOCAL statement_timeout = 0; SET LOCAL idle_in_transaction_session_timeout = 0";
 /** A read transaction's start: one snapshot for all its statements. */
 const READ_OPENING: Opening = { begin: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", steps: [] };
 /**
@@ -100,12 +108,12 @@ const READ_OPENING: Opening = { begin: "BEGIN ISOLATION LEVEL REPEATABLE READ RE
  * then seal under the new key), the tables it rewrites locked against any other writer.
  */
 const ROTATE_OPENING: Opening = {
-  begin: `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS_SECRETS}, 0); LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE`,
+  begin: `BEGIN; ${UNBOUNDED}; SELECT pg_advisory_xact_lock(${LOCK_CLASS_SECRETS}, 0); LOCK TABLE routes, route_saml_keys, meta IN EXCLUSIVE MODE`,
   steps: [],
 };
 /** A migration's start: replicas starting together take turns, the first migrates, the others find it done. */
 const MIGRATE_OPENING: Opening = {
-  begin: `BEGIN; SELECT pg_advisory_xact_lock(${LOCK_CLASS_SCHEMA}, 0)`,
+  begin: `BEGIN; ${UNBOUNDED}; SELECT pg_advisory_xact_lock(${LOCK_CLASS_SCHEMA}, 0)`,
   steps: [],
 };
 const OPENINGS: Record<TxMode, Opening> = {
@@ -126,17 +134,23 @@ const textParser = (oid: number): ((value: string) => unknown) =>
       : (pg.types.getTypeParser(oid, "text") as (value: string) => unknown);
 
 const types = { getTypeParser: textParser };
-/**
- * A probe's query, given up after 2 s and its connection dropped: node-postgres reads
- * `query_timeout` from a query's config too (its types name it only for a client's).
- */
-const bounded = (config: pg.QueryConfig): pg.QueryConfig => Object.assign(config, { query_timeout: 2000 });
 
 export interface PostgresStoreOptions {
   /** Connections of this replica's pool. Default 10. */
   poolSize?: number;
-  /** Wait for a free (or new) connection before answering 503. Default 5000 ms. */
-  connectTimeoutMs?: number;
+  /**
+   * How long a transaction (or any other query) may take, from asking the pool for a connection
+   * to its answer (the server's `serve --database-deadline`); none by default: the commands'
+   * procedures (migrate, secrets rotate) may take as long as they need. With one:
+   * - the connection is cut at the deadline (see ./store-postgres-reach `cut`) and dropped from
+   *   the pool, the transaction rolled back, and StoreUnavailable thrown (a 503 with Retry-After);
+   * - the server is told the same bound, so that it gives up too: `statement_timeout` and
+   *   `idle_in_transaction_session_timeout` for the session, and the statements that COMMIT get
+   *   only what is left of the deadline (see COMMIT_MARGIN_MS): a write cannot commit after its
+   *   client was told 503;
+   * - the migration at start and a rotation run unbounded (see UNBOUNDED).
+   */
+  deadlineMs?: number;
   /** Told about errors of idle connections (a database restart); default: ignored. */
   log?: (line: string) => void;
   /** Seals the secrets written, opens those read (see ./secrets); default: no key, unsealed. */
@@ -144,6 +158,14 @@ export interface PostgresStoreOptions {
   /** How often the audit trail's index by object catches up (see ./audit); 0: never (lookups scan). */
   auditIndexEveryMs?: number;
 }
+
+/** Without a deadline, how long a request waits for a free (or new) connection before its 503. */
+const CONNECT_WAIT_MS = 5000;
+/**
+ * TCP keepalive on every connection: an idle pooled connection to a database host that vanished
+ * (no FIN, no RST) is found dead by the kernel rather than when a request next takes it.
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 /** The URL without its password, for logs and messages. */
 function redactUrl(url: string): string {
@@ -178,6 +200,9 @@ class PgDriver implements StoreDriver {
     private readonly pool: pg.Pool,
     url: string,
     private readonly poolMax: number,
+    /** Whether the database answers, on a connection of its own; the gate of requests. */
+    private readonly reach: Reach,
+    private readonly deadlineMs: number | undefined,
   ) {
     this.location = redactUrl(url);
     this.place = `the database at ${this.location}`;
@@ -186,20 +211,33 @@ class PgDriver implements StoreDriver {
   /** A pool of connections to `url` (none is opened before the first query). */
   static connect(url: string, opts: PostgresStoreOptions): PgDriver {
     const max = opts.poolSize ?? 10;
-    const pool = new pg.Pool({
+    const deadline = opts.deadlineMs;
+    const settings: pg.ClientConfig = {
       connectionString: url,
-      max,
-      connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
-      idleTimeoutMillis: 30_000,
       types,
       application_name: "edge-service",
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      // Sent at the session's start: the server gives up no later than the service does.
+      ...(deadline !== undefined && {
+        statement_timeout: deadline,
+        idle_in_transaction_session_timeout: deadline,
+      }),
+    };
+    const pool = new pg.Pool({
+      ...settings,
+      max,
+      connectionTimeoutMillis: deadline ?? CONNECT_WAIT_MS,
+      idleTimeoutMillis: 30_000,
     });
+    const location = redactUrl(url);
+    const reach = new Reach(settings, location, opts.log);
     // An idle connection's error (the database restarting) must not crash the process: the pool
     // drops that connection and opens a new one on demand.
     // A connection that breaks while checked out (between the statements of a transaction) emits
     // 'error' too: the statement in flight fails (503), and without a listener the process would.
     // Either is a sign the database may be gone: readiness asks again at the next probe.
-    const driver = new PgDriver(pool, url, max);
+    const driver = new PgDriver(pool, url, max, reach, deadline);
     pool.on("connect", (client) => client.on("error", () => driver.unavailable++));
     pool.on("error", (e) => {
       driver.unavailable++;
@@ -215,42 +253,135 @@ class PgDriver implements StoreDriver {
   /** A pg error as the store's own (see translate); a lost database counted (see unavailableSeen). */
   private translated(e: unknown): unknown {
     const err = translate(e);
-    if (err instanceof StoreUnavailable) this.unavailable++;
+    if (err instanceof StoreUnavailable) this.lostSign();
     return err;
   }
 
-  private async client(): Promise<pg.PoolClient> {
+  /** A sign the database may be gone: readiness asks again, and so does the gate's check. */
+  private lostSign(): void {
+    this.unavailable++;
+    this.reach.suspect();
+  }
+
+  /** A deadline `ms` from now (the store's own when none is given), or none. */
+  private deadline(ms = this.deadlineMs): Deadline | undefined {
+    return ms === undefined
+      ? undefined
+      : { at: performance.now() + ms, what: `the ${ms / 1000} s database deadline` };
+  }
+
+  /**
+   * Throws at once while the last check found the database out of reach (see ./store-postgres-reach):
+   * a request is not made to wait for a deadline that will pass.
+   */
+  private gate(): void {
+    const down = this.reach.outOfReach;
+    if (down !== undefined) throw new StoreUnavailable(down);
+  }
+
+  /** A connection of the pool, waited for until `deadline` at most. */
+  private async client(deadline: Deadline | undefined): Promise<pg.PoolClient> {
+    const waiting = this.pool.connect();
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await this.pool.connect();
+      if (deadline === undefined) return await waiting;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          // Taken later after all: straight back to the pool, unused.
+          waiting.then(
+            (c) => c.release(),
+            () => undefined,
+          );
+          reject(deadlinePassed(deadline, "no connection of the pool was free"));
+        }, deadline.at - performance.now());
+      });
+      return await Promise.race([waiting, late]);
     } catch (e) {
       throw this.translated(e);
-    }
-  }
-
-  /** Runs `fn` in a transaction started by `opening` on one connection; a broken connection is dropped from the pool. */
-  private async once<T>(opening: Opening, locking: boolean, fn: (conn: Conn) => Promise<T>): Promise<T> {
-    const client = await this.client();
-    const conn = new PgConn(client, opening, locking);
-    let broken = false;
-    try {
-      const result = await fn(conn);
-      if (conn.open) await client.query("COMMIT");
-      return result;
-    } catch (e) {
-      const err = this.translated(e);
-      broken = err instanceof StoreUnavailable;
-      if (!broken && conn.open) await client.query("ROLLBACK").catch(() => (broken = true));
-      throw err;
     } finally {
-      client.release(broken);
+      clearTimeout(timer);
     }
   }
 
-  /** A write that deadlocked or failed to serialize is run again whole (at most five times). */
+  /**
+   * Runs `fn` on a connection of the pool until `deadline` at most: then the connection is cut,
+   * what `fn` awaits fails, and `fn`'s error becomes the deadline's. The connection goes back to
+   * the pool only when `fn` left it clean (`broken` says otherwise) and the deadline did not pass.
+   */
+  private async onConnection<T>(
+    deadline: Deadline | undefined,
+    fn: (client: pg.PoolClient, failed: (e: unknown) => unknown) => Promise<T>,
+  ): Promise<T> {
+    const client = await this.client(deadline);
+    let passed = false;
+    let broken = false;
+    const timer =
+      deadline &&
+      setTimeout(
+        () => {
+          passed = true;
+          cut(client);
+        },
+        Math.max(0, deadline.at - performance.now()),
+      );
+    // Each error once: `fn` may hand back one `failed` already made.
+    const made = new WeakSet<object>();
+    const failed = (e: unknown): unknown => {
+      if (typeof e === "object" && e !== null && made.has(e)) return e;
+      const err = passed ? deadlinePassed(deadline!, "the connection was cut") : this.translated(e);
+      if (passed) this.lostSign();
+      if (err instanceof StoreUnavailable) broken = true;
+      if (typeof err === "object" && err !== null) made.add(err);
+      return err;
+    };
+    try {
+      return await fn(client, failed);
+    } catch (e) {
+      throw failed(e);
+    } finally {
+      clearTimeout(timer);
+      client.release(broken || passed);
+    }
+  }
+
+  /**
+   * Runs `fn` in a transaction started by `opening` on one connection, until `deadline` at most;
+   * a connection broken or cut is dropped from the pool.
+   */
+  private once<T>(
+    opening: Opening,
+    locking: boolean,
+    fn: (conn: Conn) => Promise<T>,
+    deadline: Deadline | undefined,
+  ): Promise<T> {
+    return this.onConnection(deadline, async (client, failed) => {
+      const conn = new PgConn(client, opening, locking, deadline);
+      try {
+        const result = await fn(conn);
+        if (conn.open) await client.query("COMMIT");
+        return result;
+      } catch (e) {
+        const err = failed(e);
+        if (!(err instanceof StoreUnavailable) && conn.open) {
+          await client.query("ROLLBACK").catch((r: unknown) => {
+            throw failed(r);
+          });
+        }
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * A write that deadlocked or failed to serialize is run again whole (at most five times, all
+   * within one deadline). While the database is known out of reach, refused at once.
+   */
   async transaction<T>(mode: TxMode, fn: (conn: Conn) => Promise<T>): Promise<T> {
+    this.gate();
+    const deadline = mode === "rotate" ? undefined : this.deadline();
     for (let attempt = 1; ; attempt++) {
       try {
-        return await this.once(OPENINGS[mode], mode !== "read", fn);
+        return await this.once(OPENINGS[mode], mode !== "read", fn, deadline);
       } catch (e) {
         const code = errorField(e, "code");
         if (mode === "read" || typeof code !== "string" || !RETRYABLE.has(code) || attempt >= 5) throw e;
@@ -258,28 +389,29 @@ class PgDriver implements StoreDriver {
     }
   }
 
-  /** The migration's transaction (see MIGRATE_OPENING). */
+  /** The migration's transaction (see MIGRATE_OPENING): unbounded, replicas wait on its lock. */
   migrating<T>(fn: (conn: Conn) => Promise<T>): Promise<T> {
-    return this.once(MIGRATE_OPENING, true, fn);
+    return this.once(MIGRATE_OPENING, true, fn, undefined);
   }
 
   /**
-   * One statement on a pooled connection, bounded: the connection wait is the pool's, and a query
-   * that gets no answer is given up after 2 s and its connection dropped.
+   * One statement on a pooled connection, bounded (CHECK_MS, the connection's wait included):
+   * what readiness reads and writes. Never refused by the gate: readiness must see the database
+   * come back.
    */
-  async alone(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw[]> {
-    try {
-      const { rows } = await this.pool.query<Raw>(
-        bounded({ name: st.name, text: st.postgres, values: st.values.postgres(args) }),
-      );
+  alone(st: Statement<unknown>, args: readonly SqlValue[]): Promise<Raw[]> {
+    return this.onConnection(this.deadline(CHECK_MS), async (client) => {
+      const { rows } = await client.query<Raw>({
+        name: st.name,
+        text: st.postgres,
+        values: st.values.postgres(args),
+      });
       return rows;
-    } catch (e) {
-      throw this.translated(e);
-    }
+    });
   }
 
   unreachable(e: unknown): string {
-    this.unavailable++;
+    this.lostSign();
     return `PostgreSQL at ${this.location} cannot be reached (${errorMessage(e)}); the service answers 503 until it is back`;
   }
 
@@ -289,19 +421,9 @@ class PgDriver implements StoreDriver {
    * with 25006. Whether it answers at all is what readiness' read finds.
    */
   async whyNotUsable(): Promise<string | undefined> {
-    let readOnly: string | undefined;
-    try {
-      const { rows } = await this.pool.query<{ v: string }>(
-        bounded({
-          name: "readiness_read_only",
-          text: "SELECT current_setting('transaction_read_only') AS v",
-        }),
-      );
-      readOnly = rows[0]?.v;
-    } catch (e) {
-      return this.unreachable(e);
-    }
-    return readOnly === "on"
+    const answer = await this.reach.check();
+    if (!answer.answered) return this.unreachable(answer.error);
+    return answer.readOnly
       ? `${this.place} accepts no writes (a standby, or default_transaction_read_only on): the service is ready again once it takes writes (point it at the primary)`
       : undefined;
   }
@@ -318,7 +440,7 @@ class PgDriver implements StoreDriver {
   async purgeFreedBytes(): Promise<string> {
     let client: pg.PoolClient | undefined;
     try {
-      client = await this.client();
+      client = await this.client(undefined);
       await client.query("VACUUM routes, route_saml_keys");
       return "VACUUM of routes and route_saml_keys: the old values' dead tuples removed; their bytes remain on disk until the space is reused, and in WAL segments and backups until they expire";
     } catch (e) {
@@ -339,24 +461,35 @@ class PgDriver implements StoreDriver {
    */
   changeCounter(): Promise<string> {
     if (this.counterNext) return this.counterNext;
-    if (!this.counterNow) {
-      const now = this.readCounter().finally(() => (this.counterNow = undefined));
-      this.counterNow = now;
-      return now;
-    }
-    const next = this.counterNow
-      .catch(() => undefined)
-      .then(() => {
+    if (!this.counterNow) return this.readCounterNow();
+    // The GETs queued behind the query in flight wait one deadline in all, from the first of
+    // them: when that query fails (a database out of reach), they fail with it, not a deadline later.
+    const queued = performance.now();
+    const next = this.counterNow.then(
+      () => {
         this.counterNext = undefined;
-        return this.changeCounter();
-      });
+        return this.counterNow ?? this.readCounterNow(queued);
+      },
+      (e: unknown) => {
+        this.counterNext = undefined;
+        throw e;
+      },
+    );
     this.counterNext = next;
     return next;
   }
 
-  private async readCounter(): Promise<string> {
+  private readCounterNow(since?: number): Promise<string> {
+    const now = this.readCounter(since).finally(() => {
+      if (this.counterNow === now) this.counterNow = undefined;
+    });
+    this.counterNow = now;
+    return now;
+  }
+
+  private async readCounter(since?: number): Promise<string> {
     const text = "SELECT pg_postmaster_start_time()::text || ' ' || pg_current_snapshot()::text AS v";
-    return String(await this.poolValue("change_counter", text, []));
+    return String(await this.poolValue("change_counter", text, [], since));
   }
 
   private async readSnapshot(): Promise<string> {
@@ -408,14 +541,20 @@ class PgDriver implements StoreDriver {
     return v === true;
   }
 
-  /** The column `v` of a one-row query on a pooled connection. */
-  private async poolValue(name: string, text: string, values: Value[]): Promise<unknown> {
-    try {
-      const { rows } = await this.pool.query<{ v: unknown }>({ name, text, values });
-      return rows[0]?.v;
-    } catch (e) {
-      throw this.translated(e);
+  /**
+   * The column `v` of a one-row query on a pooled connection, within the store's deadline from
+   * `since` (default: now); refused at once while the database is known out of reach.
+   */
+  private poolValue(name: string, text: string, values: Value[], since?: number): Promise<unknown> {
+    this.gate();
+    const deadline = this.deadline();
+    if (deadline !== undefined && since !== undefined) {
+      Object.assign(deadline, { at: since + (this.deadlineMs ?? 0) });
     }
+    return this.onConnection(deadline, async (client) => {
+      const { rows } = await client.query<{ v: unknown }>({ name, text, values });
+      return rows[0]?.v;
+    });
   }
 
   poolStats(): PoolStats {
@@ -424,6 +563,7 @@ class PgDriver implements StoreDriver {
   }
 
   async close(): Promise<void> {
+    await this.reach.close();
     await this.pool.end();
   }
 }

@@ -101,6 +101,14 @@ export class ParentMissing extends Error {}
  */
 export class StoreUnavailable extends Error {}
 
+/**
+ * The PostgreSQL store's deadline in a server (`serve --database-deadline`): below HAProxy's
+ * `timeout server` (deploy/haproxy.cfg), with room for its retries on other replicas; above the
+ * time a replica's checks take to find a silent database (2 s), so that a request retried after
+ * its deadline is answered at once by a replica that knows.
+ */
+export const DEFAULT_DATABASE_DEADLINE_MS = 5_000;
+
 /** A server that recorded itself alive lately (see ./presence). */
 export interface LiveServer {
   host: string;

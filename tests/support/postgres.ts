@@ -74,7 +74,13 @@ function run(
 
 let databases = 0;
 
-export async function startCluster(opts: { fsync?: boolean } = {}): Promise<PgCluster> {
+export async function startCluster(
+  opts: {
+    fsync?: boolean;
+    /** More server settings, `-c name=value` each (e.g. track_commit_timestamp: "on"). */
+    settings?: Record<string, string>;
+  } = {},
+): Promise<PgCluster> {
   const bin = postgresBinDir();
   const root = process.getuid?.() === 0;
   const asUser = root ? "nobody" : undefined;
@@ -94,6 +100,7 @@ export async function startCluster(opts: { fsync?: boolean } = {}): Promise<PgCl
     "-c max_connections=200",
     "-c shared_buffers=64MB",
     opts.fsync === false ? "-c fsync=off -c synchronous_commit=off" : "",
+    ...Object.entries(opts.settings ?? {}).map(([name, value]) => `-c ${name}=${value}`),
   ].join(" ");
   const pgCtl = (...args: string[]) => run(path.join(bin, "pg_ctl"), ["-D", data, ...args], asUser);
   const start = () => pgCtl("-l", path.join(dir, "log"), "-o", options, "-w", "-t", "60", "start");

@@ -1,0 +1,144 @@
+/**
+ * Whether PostgreSQL answers, asked on a connection of its own, and what the PostgreSQL store
+ * does with the answer: once a check has found the database out of reach, a request is answered
+ * 503 at once (StoreUnavailable) instead of waiting for its deadline, and the check is made
+ * again each second, by itself, until one passes. The connection is not the pool's: requests
+ * held by a silent database hold every pooled one, and a check behind them would say "busy",
+ * not "gone".
+ *
+ * A partition answers nothing and closes nothing (docs/operating.md, "A partition between the
+ * replicas and PostgreSQL"): every wait here is bounded, and a connection given up is reset
+ * (`cut`), never closed in order, so that what it had not delivered yet is dropped, not
+ * delivered after the partition heals.
+ */
+import { Socket } from "node:net";
+import pg from "pg";
+import { errorMessage } from "../../sdk/contract";
+
+/** A check's bound, from its start (a connection opened included) to its answer. */
+export const CHECK_MS = 2000;
+/** While the database is out of reach, how often the check is made again without being asked. */
+const AGAIN_MS = 1000;
+
+/**
+ * Ends a connection at once with a reset (RST): the kernel drops what it had not delivered yet,
+ * so a statement sent into a partition never reaches the server after it heals, and the server
+ * is told (when the reset gets through) to roll back what the connection had begun. An orderly
+ * close would send its Terminate behind the statement still in flight.
+ */
+export function cut(client: pg.Client): void {
+  const stream: unknown = Reflect.get(client, "connection")?.stream;
+  if (stream instanceof Socket) {
+    if (!stream.destroyed) stream.resetAndDestroy();
+  } else if (stream !== undefined && typeof Reflect.get(stream as object, "destroy") === "function") {
+    (stream as { destroy(): void }).destroy(); // a TLS stream: destroyed, its socket with it
+  }
+}
+
+/** What a check found: the database's `transaction_read_only` setting, or why it got no answer. */
+export type CheckAnswer = { answered: true; readOnly: boolean } | { answered: false; error: unknown };
+
+export class Reach {
+  private client?: pg.Client;
+  private running?: Promise<CheckAnswer>;
+  /** Why the database is out of reach, from a check that failed until one passes. */
+  private down?: string;
+  private again?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    /** The pool's connection settings: the check connects as a request would. */
+    private readonly config: pg.ClientConfig,
+    private readonly location: string,
+    private readonly log?: (line: string) => void,
+  ) {}
+
+  /** Why a request must not wait for the database now (the last check failed), or undefined. */
+  get outOfReach(): string | undefined {
+    return this.down;
+  }
+
+  /** One check, shared by whoever asks while it runs (readiness, a request that met a sign). */
+  check(): Promise<CheckAnswer> {
+    if (this.closed) return Promise.resolve({ answered: false, error: new Error("the store is closed") });
+    this.running ??= this.ask().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  /** A sign that the database may be gone (a deadline passed, a connection lost): check now. */
+  suspect(): void {
+    void this.check();
+  }
+
+  private async ask(): Promise<CheckAnswer> {
+    const until = performance.now() + CHECK_MS;
+    let client = this.client;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const answer = new Promise<pg.QueryResult<{ v: string }>>((resolve, reject) => {
+        timer = setTimeout(() => {
+          if (client) cut(client);
+          reject(new Error(`no answer within ${CHECK_MS / 1000} s`));
+        }, CHECK_MS);
+        const asked = async () => {
+          if (client === undefined) {
+            client = new pg.Client({ ...this.config, connectionTimeoutMillis: CHECK_MS });
+            // A connection lost between checks is found by the next one.
+            client.on("error", () => undefined);
+            this.client = client;
+            await client.connect();
+          }
+          if (performance.now() > until) throw new Error(`no answer within ${CHECK_MS / 1000} s`);
+          return client.query<{ v: string }>("SELECT current_setting('transaction_read_only') AS v");
+        };
+        asked().then(resolve, reject);
+      });
+      const { rows } = await answer;
+      this.reached();
+      return { answered: true, readOnly: rows[0]?.v === "on" };
+    } catch (e) {
+      if (client) cut(client);
+      if (this.client === client) this.client = undefined;
+      this.lost(e);
+      return { answered: false, error: e };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private reached(): void {
+    if (this.down === undefined) return;
+    this.down = undefined;
+    clearInterval(this.again);
+    this.again = undefined;
+    this.log?.(`postgres: ${this.location} answers again; requests go to it again`);
+  }
+
+  private lost(e: unknown): void {
+    if (this.closed) return;
+    const first = this.down === undefined;
+    this.down = `PostgreSQL at ${this.location} did not answer the service's last check (${errorMessage(e)}); the request was answered at once, without waiting for it`;
+    if (first) {
+      this.log?.(
+        `postgres: ${this.location} did not answer a check (${errorMessage(e)}): requests are answered 503 at once until a check, made each second, passes`,
+      );
+      this.again = setInterval(() => this.suspect(), AGAIN_MS);
+      this.again.unref();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.again);
+    const client = this.client;
+    this.client = undefined;
+    await this.running?.catch(() => undefined);
+    if (client) {
+      await Promise.race([
+        client.end().catch(() => undefined),
+        new Promise((resolve) => setTimeout(resolve, CHECK_MS).unref()),
+      ]);
+      cut(client);
+    }
+  }
+}
