@@ -14,10 +14,8 @@
  * gives its own credentials by the environment never runs on ones someone else left in the state.
  */
 import { resolve } from "node:path";
+import type { ClientTlsNames } from "../sdk/client-tls";
 import { isPemText } from "../sdk/pem";
-import { EdgeClient } from "../sdk/client";
-import { type ClientTlsNames, httpTransport } from "../sdk/transport";
-import { embeddedTransport } from "../service/embedded";
 
 export interface ProviderSettings {
   /** A running edge service; absent means the embedded in-process service. */
@@ -55,7 +53,7 @@ const KEY = {
 } as const satisfies Record<keyof ProviderSettings, string>;
 
 /** How errors name the settings of a transport to a service: each config key, with its variable. */
-const SETTING_NAMES: ClientTlsNames = {
+export const SETTING_NAMES: ClientTlsNames = {
   baseUrl: `${KEY.baseUrl} (EDGE_API_URL)`,
   caCertificate: `${KEY.caCertificate} (EDGE_CA_CERTIFICATE)`,
   clientCertificate: `${KEY.clientCertificate} (EDGE_CLIENT_CERTIFICATE)`,
@@ -155,42 +153,12 @@ export function resolveSettings(
   };
 }
 
-/** Clients by their settings: a cache, which changes nothing but how often a transport is made. */
-const clients = new Map<string, EdgeClient>();
-
-/** The client for `settings` (one per distinct configuration). */
-export function edgeClient(settings: ProviderSettings): EdgeClient {
-  const tls = {
-    caCertificate: settings.caCertificate,
-    clientCertificate: settings.clientCertificate,
-    clientKey: settings.clientKey,
-  };
-  const key = JSON.stringify([
-    settings.baseUrl,
-    settings.apiKey,
-    settings.baseUrl ? [settings.requestTimeoutMs, settings.requestDeadlineMs, tls] : settings.dataDir,
-  ]);
-  let client = clients.get(key);
-  if (!client) {
-    client = new EdgeClient(
-      settings.baseUrl
-        ? httpTransport({
-            baseUrl: settings.baseUrl,
-            apiKey: settings.apiKey,
-            timeoutMs: settings.requestTimeoutMs,
-            deadlineMs: settings.requestDeadlineMs,
-            tls,
-            settingNames: SETTING_NAMES,
-            // Creates carry an Idempotency-Key (the resource's identity, else a fresh one): a create
-            // whose answer was lost is retried safely.
-            idempotencyKeys: true,
-          })
-        : embeddedTransport({ dataDir: settings.dataDir }),
-    );
-    clients.set(key, client);
-  }
-  return client;
-}
+/** The TLS settings of `settings`, as a transport takes them. */
+export const tlsOf = (settings: ProviderSettings) => ({
+  caCertificate: settings.caCertificate,
+  clientCertificate: settings.clientCertificate,
+  clientKey: settings.clientKey,
+});
 
 /**
  * The stack's current configuration of package `edge` (keys without the `edge:` prefix, secrets

@@ -72,10 +72,9 @@ const MAYBE_SENT: ReadonlySet<string> = new Set([
  */
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
-  new URL(baseUrl); // fail early on a malformed URL
   const tls = opts.tls ?? {};
   const names = opts.settingNames ?? TRANSPORT_TLS_NAMES;
-  const send = fetchFor(baseUrl, tls, names); // settings that cannot be used fail here, named
+  const send = fetchFor(baseUrl, tls, names); // settings that cannot be used (the URL too) fail here, named
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const deadlineMs = opts.deadlineMs ?? 60_000;
   const retries = opts.retries ?? 10;
