@@ -49,7 +49,7 @@ module.exports = {
       name: "no-pulumi-below-faces",
       severity: "error",
       comment: "Only the faces (resources, declarative deployment, dynamic, runtime, plugin) know Pulumi.",
-      from: { path: "^(sdk/|service/|provider/(model|plan|lifecycle)/|provider/config\\.ts)" },
+      from: { path: "^(sdk/|service/|provider/(model|plan|lifecycle)/|provider/(config|client)\\.ts)" },
       to: { path: "^(node_modules/)?@pulumi/" },
     },
     layer(
@@ -85,20 +85,20 @@ module.exports = {
     layer(
       "plan-below-faces",
       "^provider/plan/",
-      "^(sdk/transport/|service/|commands/|provider/(lifecycle|dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "^(sdk/transport/|service/|commands/|provider/(lifecycle|dynamic|resources|declarative|plugin)/|provider/(runtime|config|client)\\.ts)",
       "Plans know the model and the typed client, nothing of transports or faces.",
     ),
     layer(
       "lifecycle-below-faces",
       "^provider/lifecycle/",
-      "^(sdk/transport/|service/|commands/|provider/(dynamic|resources|declarative|plugin)/|provider/(runtime|config)\\.ts)",
+      "^(sdk/transport/|service/|commands/|provider/(dynamic|resources|declarative|plugin)/|provider/(runtime|config|client)\\.ts)",
       "Lifecycles take a client; the faces choose it.",
     ),
     layer(
       "program-side-stays-light",
       "^(index\\.ts|provider/(resources|declarative)/)",
-      "^(sdk/transport/|service/|commands/|provider/(dynamic|lifecycle|plugin)/|provider/(runtime|config)\\.ts)",
-      "A Pulumi program loads the classes and the model; the engine's provider process loads the rest.",
+      "^(sdk/transport/|service/|commands/|provider/(dynamic|lifecycle|plugin)/|provider/(runtime|client)\\.ts)",
+      "A Pulumi program loads the classes, the model and the settings' rules (provider/config.ts, to check them where the program has them); the engine's provider process loads the client and the rest.",
     ),
     {
       name: "heavy-dependencies-only-in-the-service",

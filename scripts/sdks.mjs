@@ -234,6 +234,7 @@ function dotnet(schema) {
  */
 function compileNode() {
   const dir = path.join(OUT, "nodejs");
+  checkInputsInConstructors(dir);
   fs.rmSync(PACKAGED_DIR, { recursive: true, force: true });
   // Outside this checkout (--out), the sources find @pulumi/pulumi and @types/node through a link
   // to its node_modules, for the compile only.
@@ -259,6 +260,39 @@ function compileNode() {
   for (const file of [path.join(dir, "package.json"), path.join(PACKAGED_DIR, "package.json")])
     fs.writeFileSync(file, `${JSON.stringify(manifest, null, 4)}\n`);
   log(`nodejs: compiled into ${path.relative(ROOT, PACKAGED_DIR) || PACKAGED_DIR} (pulumi-edge/packaged)`);
+}
+
+/**
+ * Every constructor of the Node.js SDK (each resource's and the provider's) hands its inputs to
+ * `checkedInputs` (provider/resources/program-checks.ts, `pulumi-edge/program-checks`) before the
+ * SDK serializes them: the contract's text rule, where the program still has the text (the SDK's
+ * protobuf encoding drops half of a surrogate pair alone without a word, so the plugin never sees
+ * it). The generator has no hook for it, so its one `super(...)` line per class is rewritten; a
+ * count that differs from the schema's resources and the provider fails the build.
+ */
+function checkInputsInConstructors(dir) {
+  const call = /\bsuper\((\w+)\.__pulumiType, name, resourceInputs, opts\b/g;
+  const expected = Object.keys(JSON.parse(fs.readFileSync(SCHEMA, "utf8")).resources).length + 1;
+  let rewritten = 0;
+  for (const file of fs.readdirSync(dir).filter((f) => f.endsWith(".ts"))) {
+    const text = fs.readFileSync(path.join(dir, file), "utf8");
+    const calls = [...text.matchAll(call)].length;
+    if (calls === 0) continue;
+    const imports = 'import * as pulumi from "@pulumi/pulumi";\n';
+    if (!text.includes(imports))
+      throw new Error(`${file}: no line ${JSON.stringify(imports)} to import beside`);
+    rewritten += calls;
+    fs.writeFileSync(
+      path.join(dir, file),
+      text
+        .replace(imports, `${imports}import { checkedInputs } from "pulumi-edge/program-checks";\n`)
+        .replace(call, 'super($1.__pulumiType, name, checkedInputs("$1", name, resourceInputs), opts'),
+    );
+  }
+  if (rewritten !== expected)
+    throw new Error(
+      `the Node.js SDK has ${rewritten} constructors that register their inputs as scripts/sdks.mjs expects, not ${expected} (the schema's resources and the provider): update checkInputsInConstructors for the generator's code`,
+    );
 }
 
 generate();

@@ -55,6 +55,19 @@ function pemBlocks(text: string): { label: string; pem: string }[] {
 /** Whether `value` is PEM text rather than a file's path. */
 export const isPemText = (value: string): boolean => value.includes("-----BEGIN ");
 
+/**
+ * The start of a PEM private key of any kind: PKCS#8 (`PRIVATE KEY`, `ENCRYPTED PRIVATE KEY`), the
+ * older `RSA`, `EC` and `DSA` forms, OpenSSH's, PGP's (`PGP PRIVATE KEY BLOCK`). The BEGIN line
+ * alone decides: a truncated or damaged block still gives the key away.
+ */
+const PRIVATE_KEY_BEGIN = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY[A-Z0-9 ]*-----/;
+
+/**
+ * Whether `text` holds a private key in PEM, anywhere in it (a combined file holds a certificate
+ * and its key): the one test of where a key must not be kept in clear (provider/config.ts).
+ */
+export const holdsPrivateKey = (text: string): boolean => PRIVATE_KEY_BEGIN.test(text);
+
 /** What a certificate is, for people: its subject, its names, its issuer. */
 export function describeCertificate(cert: X509Certificate): string {
   const subject = cert.subject.replace(/\n/g, ", ");

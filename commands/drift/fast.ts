@@ -17,7 +17,7 @@
  */
 import type { EdgeClient } from "../../sdk/client";
 import type { HttpsEdge, TlsEdge } from "../../sdk/contract";
-import { edgeClient } from "../../provider/config";
+import { edgeClient } from "../../provider/client";
 import { concealLeaves, fromExported, keepSecretsOf } from "../../provider/engine/secrets";
 import { type Found, LIFECYCLES, type Location, type ResourceKind } from "../../provider/lifecycle";
 import { LAST_WRITE_KEY } from "../../provider/lifecycle/attribution";

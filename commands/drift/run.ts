@@ -21,7 +21,17 @@ import { ERROR_CODES, errorMessage } from "../../sdk/contract";
 import { STACK_ANCHOR } from "../../provider/identity";
 import { projectBackend } from "./backend";
 import { CannotJudge, judgeStackFast } from "./fast";
-import { type Engine, readStack, selectStack, type StackRead, stacksOnDisk, type Target } from "./stacks";
+import {
+  type Engine,
+  readStack,
+  selectStack,
+  type StackRead,
+  stackConfig,
+  stacksOnDisk,
+  type Target,
+} from "./stacks";
+import { refusedSettings } from "../../provider/config";
+import { programDir } from "./state";
 
 export type { Engine, Target } from "./stacks";
 import { lockCheck } from "./lock";
@@ -450,6 +460,13 @@ export async function checkStack(
     // No path takes the stack's lock: a locked stack's state is mid-update, not drifted.
     const unlocked = await lockCheck(target, engine.command.command, engine.env);
     unlocked();
+    if (path !== "engine") {
+      // Settings `up` would refuse fail the check: neither the fast path nor `refresh
+      // --preview-only` runs the program, where they are refused (provider/config).
+      const config = reads ? (await reads(target)).config : await stackConfig(target, engine);
+      const refused = refusedSettings(config, engine.env, programDir(target.dir));
+      if (refused) throw new Error(refused);
+    }
     let resources: DriftedResource[];
     let changes: boolean;
     if (path === "fast") {

@@ -152,6 +152,15 @@ export function stackFilesOf(target: Target, env: NodeJS.ProcessEnv): StackFiles
   return typeof name === "string" ? stackFiles(backend.dir, name, target.stack) : undefined;
 }
 
+/** The stack's config, secrets shown: from its settings file where that alone decides (configFromFiles), else the CLI's. */
+export async function stackConfig(target: Target, engine: Engine): Promise<ConfigMap> {
+  const workDir = resolve(target.dir);
+  const fromFiles = configFromFiles(workDir, target.stack, engine.env);
+  if (fromFiles) return fromFiles;
+  const ws = await LocalWorkspace.create({ workDir, pulumiCommand: engine.command, envVars: engine.env });
+  return ws.getAllConfig(target.stack);
+}
+
 /**
  * A run of the `pulumi` CLI (`--non-interactive`) in `workDir`: its stdout; if it fails, an error
  * saying what the CLI said (its stderr), as the Automation API's errors do.

@@ -11,13 +11,8 @@
  */
 import type { EdgeClient } from "../../sdk/client";
 import type { RetryNotice } from "../../sdk/transport";
-import {
-  edgeClient,
-  type ProviderSettings,
-  resolveSettings,
-  type StackConfig,
-  stackSettings,
-} from "../config";
+import { edgeClient } from "../client";
+import { type ProviderSettings, resolveSettings, type StackConfig, stackSettings } from "../config";
 import {
   type AnchorRecord,
   anchoredIdentity,

@@ -6,7 +6,19 @@
 import { VERSION } from "../../sdk/version";
 import type * as provider from "@pulumi/pulumi/provider";
 import { isDeepStrictEqual } from "node:util";
-import { engineConfig } from "../config";
+import {
+  checkSettings,
+  engineConfig,
+  plaintextKeyInputProblem,
+  plaintextKeyProblem,
+  resolveSettings,
+  type StackConfig,
+  stackSettings,
+} from "../config";
+import { errorMessage } from "../../sdk/contract";
+import { holdsPrivateKey } from "../../sdk/pem";
+import { containsUnknown } from "../model/unknown";
+import { type LeafPath, leafRelation } from "../model/leaves";
 import { ANCHOR_KEY, type AnchorRecord, isAnchor, PLACE_KEY } from "../identity";
 import { withLastWrite } from "../engine/call";
 import { ProviderProcess } from "../engine/process";
@@ -20,7 +32,7 @@ import {
   TYPE_NAMES,
 } from "../lifecycle";
 import { checkedInputs, type Created, type Read } from "../lifecycle/types";
-import type { Checked } from "../model/check";
+import type { CheckFailure, Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
 import { engineFailures } from "../model/failures";
@@ -130,6 +142,73 @@ const SECRET_CONFIG = Object.entries(PROVIDER_CONFIG)
   .filter(([, p]) => p.secret)
   .map(([k]) => k);
 
+/** What serve.ts answers CheckConfig with: the inputs the state keeps, and why a deploy refuses them. */
+export interface ConfigChecked {
+  inputs: Record<string, unknown>;
+  failures: CheckFailure[];
+}
+
+/**
+ * Provider inputs (or config variables under `prefix`) as a stack config: config values are
+ * scalars, strings or the numbers and booleans the engine parsed; an empty one is unset.
+ */
+function configOf(values: Readonly<Record<string, unknown>>, prefix = ""): StackConfig {
+  return {
+    get: (key) => {
+      const value = values[`${prefix}${key.replace(/^edge:/, "")}`];
+      return typeof value === "string" || typeof value === "number" || typeof value === "boolean"
+        ? String(value) || undefined
+        : undefined;
+    },
+  };
+}
+
+/**
+ * Refuses a provider input holding a private key that the engine did not hand over as a secret
+ * (../config, the one rule): a setting typed without `--secret` for a default provider, an input
+ * the program did not mark secret for an explicit one (every SDK marks `clientKey` itself).
+ */
+function refusePlaintextKeys(args: Readonly<Record<string, unknown>>, name: string | undefined): void {
+  for (const [key, value] of Object.entries(args)) {
+    if (typeof value !== "string") continue; // a secret arrives wrapped
+    const problem = isDefaultProvider(name)
+      ? plaintextKeyProblem(`edge:${key}`, value)
+      : plaintextKeyInputProblem(key, value);
+    if (problem)
+      throw new Error(isDefaultProvider(name) ? problem : `provider "${name ?? ""}": input ${problem}`);
+  }
+}
+
+/**
+ * The strings in `news` (the engine's inputs, secrets wrapped) that hold a private key and are not
+ * secret, with their paths as a program writes them; the credential leaves `leaves` aside (kept
+ * secret whatever came).
+ */
+function plaintextKeys(news: unknown, leaves: readonly LeafPath[]): { path: string; value: string }[] {
+  const found: { path: string; value: string }[] = [];
+  const walk = (v: unknown, path: (string | number)[]) => {
+    if (isSecretWrapper(v) || leafRelation(path, leaves).secret) return;
+    if (typeof v === "string") {
+      if (holdsPrivateKey(v)) found.push({ path: printedPath(path), value: v });
+    } else if (Array.isArray(v)) v.forEach((x: unknown, i) => walk(x, [...path, i]));
+    else if (isProps(v)) for (const [k, x] of Object.entries(v)) walk(x, [...path, k]);
+  };
+  walk(news, []);
+  return found;
+}
+
+/** `["a", "b", 0, "X-Y"]` → `a.b[0]["X-Y"]`. */
+const printedPath = (path: readonly (string | number)[]): string =>
+  path
+    .map((seg, i) =>
+      typeof seg === "number"
+        ? `[${seg}]`
+        : /^[A-Za-z_$][\w$]*$/.test(seg)
+          ? `${i === 0 ? "" : "."}${seg}`
+          : `[${JSON.stringify(seg)}]`,
+    )
+    .join("");
+
 export class EdgeProvider implements provider.Provider {
   readonly version = VERSION;
 
@@ -141,13 +220,18 @@ export class EdgeProvider implements provider.Provider {
   }
 
   /**
-   * The provider's inputs as the state keeps them: the secret ones wrapped, so a key set without
-   * `--secret` is encrypted in the state all the same (serve.ts answers CheckConfig with this);
-   * and the stack's anchor with its place (../identity), kept from `olds` where they still name
-   * this stack instance, else made anew (once per process and resource, however often the engine
-   * checks it).
+   * The provider's inputs as the state keeps them (serve.ts answers CheckConfig with this): the
+   * secret ones wrapped, so an API key set without `--secret` is encrypted in the state all the
+   * same; and the stack's anchor with its place (../identity), kept from `olds` where they still
+   * name this stack instance, else made anew (once per process and resource, however often the
+   * engine checks it). With a failure where a deploy would refuse the settings (../config,
+   * `checkSettings`: the URL, the CA, the client certificate and key): the settings the program
+   * gives now, so `preview --refresh` refuses them too. A setting that holds a private key is kept
+   * as it came, not wrapped: the engine hands CheckConfig no secrets, and Configure refuses the
+   * key unless it was one.
    */
-  checkConfig(urn: string, olds: unknown, news: unknown): Record<string, unknown> {
+  checkConfig(urn: string, olds: unknown, news: unknown): ConfigChecked {
+    this.checkedConfig.add(urn);
     const stored = isProps(olds) ? { anchor: olds[ANCHOR_KEY], place: olds[PLACE_KEY] } : {};
     const { record } = this.host.anchorFor(stored, this.host.log(urn), undefined, () => {
       let made = this.born.get(urn);
@@ -157,13 +241,27 @@ export class EdgeProvider implements provider.Provider {
       }
       return made;
     });
-    return {
-      ...(isProps(news) ? conceal(news, SECRET_CONFIG) : {}),
+    const given = isProps(news) ? news : {};
+    const wrapped = SECRET_CONFIG.filter((k) => {
+      const v = given[k];
+      return !(typeof v === "string" && holdsPrivateKey(v));
+    });
+    const inputs = {
+      ...conceal(given, wrapped),
       [ANCHOR_KEY]: record.anchor,
       ...(record.place === undefined ? {} : { [PLACE_KEY]: record.place }),
     };
+    if (containsUnknown(given)) return { inputs, failures: [] }; // an explicit provider's, in a preview
+    try {
+      checkSettings(resolveSettings(stackSettings(configOf(given)), process.env, process.cwd()));
+      return { inputs, failures: [] };
+    } catch (e) {
+      return { inputs, failures: [{ property: "", reason: errorMessage(e) }] };
+    }
   }
   private readonly born = new Map<string, AnchorRecord>();
+  /** The provider resources whose CheckConfig this process answered: Configure then has this run's inputs. */
+  private readonly checkedConfig = new Set<string>();
 
   /**
    * Whether the provider's inputs differ beyond the anchor and its place (serve.ts answers
@@ -194,26 +292,36 @@ export class EdgeProvider implements provider.Provider {
     // even where `args` are those saved at the last update (refresh and destroy without
     // --run-program): a key rotated or revoked since is the one used.
     const current = isDefaultProvider(name) ? engineConfig() : undefined;
+    // This run's inputs (CheckConfig answered them here; not those saved in the state, which a
+    // refresh or a destroy hands over): a private key among them the engine did not hand over as
+    // a secret is refused before anything is done, or it would be saved in the state as it is.
+    if (urn !== undefined && this.checkedConfig.has(urn)) refusePlaintextKeys(args, name);
     const revealed = reveal(args);
     const plain = current ?? (isProps(revealed) ? revealed : {});
+    const stack = configOf(plain);
     this.host.configure({
-      get: (key) => {
-        const name = key.replace(/^edge:/, "");
-        // Config values are scalars: strings, or numbers and booleans the engine parsed.
-        const value = plain[name] ?? (current ? undefined : variables[`edge:config:${name}`]);
-        return typeof value === "string" || typeof value === "number" || typeof value === "boolean"
-          ? String(value) || undefined
-          : undefined;
-      },
+      get: (key) => stack.get(key) ?? (current ? undefined : configOf(variables, "edge:config:").get(key)),
     });
+    // Settings a deploy would refuse fail here, named, before any call: on a refresh or a destroy
+    // too, which take the stack's current config (a default provider) or the saved inputs.
+    checkSettings(this.host.settings());
   }
 
   check(urn: string, olds: unknown, news: unknown): Promise<provider.CheckResult> {
     const { kind, handler } = handlerFor(urn);
     const { inputs, failures } = handler.check(reveal(news), reveal(olds));
+    // A private key the program did not mark secret (the credential leaves are kept secret anyway):
+    // named by its path in the reason, with no property, which the engine would print the value of.
+    const keys = plaintextKeys(news, SECRET_LEAVES[kind]).flatMap(({ path, value }) => {
+      const reason = plaintextKeyInputProblem(path, value);
+      return reason === undefined ? [] : [{ property: "", reason }];
+    });
     return Promise.resolve({
       inputs: this.concealed(kind, inputs, news),
-      failures: engineFailures(failures, news, { isSecretWrapper, leaves: SECRET_LEAVES[kind] }),
+      failures: [
+        ...keys,
+        ...engineFailures(failures, news, { isSecretWrapper, leaves: SECRET_LEAVES[kind] }),
+      ],
     });
   }
 

@@ -338,13 +338,13 @@ export const PROVIDER_CONFIG: Record<string, PropertySpec> = {
   clientCertificate: {
     type: "string",
     description:
-      "For a service that requires client certificates (mutual TLS): the certificate to present, as PEM text or a PEM file's path; set clientKey with it. EDGE_CLIENT_CERTIFICATE and EDGE_CLIENT_KEY, when set, win over both.",
+      "For a service that requires client certificates (mutual TLS): the certificate to present, as PEM text or a PEM file's path; set clientKey with it. PEM text that holds the key too (a combined file) must be a secret: a private key in plaintext is refused. EDGE_CLIENT_CERTIFICATE and EDGE_CLIENT_KEY, when set, win over both.",
   },
   clientKey: {
     type: "string",
     secret: true,
     description:
-      "The private key of clientCertificate, unencrypted: PEM text (kept as a secret), or a PEM file's path. Env: EDGE_CLIENT_KEY (wins, with EDGE_CLIENT_CERTIFICATE).",
+      "The private key of clientCertificate, unencrypted: PEM text, a secret (the SDKs mark this input so; as stack config, set it with --secret: a private key in plaintext is refused), or a PEM file's path. Env: EDGE_CLIENT_KEY (wins, with EDGE_CLIENT_CERTIFICATE).",
   },
 };
 

@@ -5,8 +5,8 @@
  *   request's args, variables and provider name first, then let it answer (accepting secrets);
  * - its CheckConfig is unimplemented, so the engine keeps provider inputs as typed: we answer
  *   them with the schema's secret inputs (`apiKey`) wrapped, so the state keeps those encrypted,
- *   and with the stack's anchor (../identity) among them; its DiffConfig too: we answer that the
- *   anchor alone is no change;
+ *   with the stack's anchor (../identity) among them, and with a failure where a deploy would
+ *   refuse the settings; its DiffConfig too: we answer that the anchor alone is no change;
  * - its Read calls `getProperties().toJavaScript()`, and an import sends no properties: we give
  *   such a request an empty property set, so `pulumi import` reaches `read` with `{}`;
  * - its DiffResult has no detailed diff: we put the plan's, property path by path, on the answer,
@@ -83,16 +83,24 @@ function mendServer(edge: EdgeProvider): void {
     const props = (value: JsStruct | undefined) => value?.toJavaScript() ?? {};
     handlers.checkConfig = (call, callback) => {
       try {
-        const { CheckResponse } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
+        const { CheckResponse, CheckFailure } = fromPulumi<ProviderProto>("@pulumi/pulumi/proto/provider_pb");
         const r = call.request;
         const urn = r.getUrn?.();
-        const inputs = edge.checkConfig(
+        const { inputs, failures } = edge.checkConfig(
           typeof urn === "string" ? urn : "",
           props(r.getOlds?.()),
           props(r.getNews?.()),
         );
         const response = new CheckResponse();
         response.setInputs(Struct.fromJavaScript(inputs));
+        response.setFailuresList(
+          failures.map((f) => {
+            const failure = new CheckFailure();
+            failure.setProperty(f.property);
+            failure.setReason(f.reason);
+            return failure;
+          }),
+        );
         callback(undefined, response);
       } catch (e) {
         callback(e);
@@ -132,7 +140,8 @@ function mendServer(edge: EdgeProvider): void {
 
 interface ProviderProto {
   PropertyDiff: new () => { setKind(k: number): void; setInputdiff(v: boolean): void };
-  CheckResponse: new () => { setInputs(inputs: unknown): void };
+  CheckResponse: new () => { setInputs(inputs: unknown): void; setFailuresList(failures: unknown[]): void };
+  CheckFailure: new () => { setProperty(p: string): void; setReason(r: string): void };
   DiffResponse: (new () => { setChanges(c: number): void }) & {
     DiffChanges: { DIFF_NONE: number; DIFF_SOME: number };
   };

@@ -22,8 +22,10 @@
  * Diffs ignore all of them.
  */
 import * as pulumi from "@pulumi/pulumi";
+import { checkSettings, plaintextKeyProblem, settingsFor } from "../config";
 import { ANCHOR_KEY, ORGANIZATION_KEY, PLACE_KEY, STACK_ANCHOR, STACK_ANCHOR_NAME } from "../identity";
 import type { ProviderKind } from "../runtime";
+import { checkedInputs } from "./program-checks";
 
 /** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
 const providerModule = (kind: ProviderKind | "stackAnchor"): string =>
@@ -107,12 +109,16 @@ function urnOf(name: string, token: string, parent: pulumi.Resource | undefined)
 }
 
 /**
- * The engine saves the whole stack config as the dynamic provider's inputs in the state, a value
- * typed without `--secret` in plaintext: a plaintext `edge:apiKey`, or a plaintext `edge:clientKey`
- * holding the key itself (a file's path is no secret), stops the program before any resource is
- * registered, so it never lands there.
+ * The stack's settings, checked where the program still has them, once per deployment, before any
+ * resource is registered. The engine saves the whole stack config as the dynamic provider's inputs
+ * in the state, a value typed without `--secret` in plaintext: a plaintext `edge:apiKey`, or a
+ * private key in any key not set as a secret (`edge:clientCertificate` holding a combined PEM, say;
+ * a file's path is no secret), stops the program here, so it never lands there. And the settings
+ * are checked as a deploy uses them (the URL, the CA and client certificate read and parsed):
+ * `preview --refresh` and `refresh --run-program` refresh with the configuration saved at the last
+ * update, but they run the program, so settings the next `up` would refuse fail them too.
  */
-function refusePlaintextCredentials(): void {
+function checkStackConfig(): void {
   const d = deployment();
   if (d?.configChecked) return;
   if (d) d.configChecked = true;
@@ -126,15 +132,14 @@ function refusePlaintextCredentials(): void {
         "Set it as a secret: pulumi config set --secret edge:apiKey <key> (or give it in EDGE_API_KEY).",
     );
   }
-  if (
-    pulumi.runtime.getConfig("edge:clientKey")?.includes("PRIVATE KEY-----") &&
-    plaintext("edge:clientKey")
-  ) {
-    throw new pulumi.RunError(
-      "edge:clientKey holds a private key in plaintext, and the engine would save it in the state as it is. " +
-        'Set it as a secret (pulumi config set --secret edge:clientKey -- "$(cat client.key)"), ' +
-        "give the key file's path instead, or give it in EDGE_CLIENT_KEY.",
-    );
+  for (const [key, value] of Object.entries(pulumi.runtime.allConfig())) {
+    const problem = plaintext(key) ? plaintextKeyProblem(key, value) : undefined;
+    if (problem) throw new pulumi.RunError(problem);
+  }
+  try {
+    checkSettings(settingsFor({ get: (key) => pulumi.runtime.getConfig(key) }, process.env, process.cwd()));
+  } catch (e) {
+    throw new pulumi.RunError(e instanceof Error ? e.message : String(e));
   }
 }
 
@@ -146,13 +151,13 @@ export abstract class EdgeDynamicResource extends pulumi.CustomResource {
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
-    refusePlaintextCredentials();
+    checkStackConfig();
     const token = `pulumi-nodejs:dynamic/edge:${type}`;
     super(
       token,
       name,
       {
-        ...props,
+        ...checkedInputs(type, name, props, { plaintextKeys: true }),
         __provider: providerModule(kind),
         // A lookup (`get`) creates nothing: it needs no identity.
         __urn: opts.id === undefined ? urnOf(name, token, opts.parent) : undefined,

@@ -75,10 +75,9 @@ export const DEFAULT_DEADLINE_MS = 60_000;
  */
 export function httpTransport(opts: HttpTransportOptions): Transport {
   const baseUrl = opts.baseUrl.replace(/\/+$/, "");
-  new URL(baseUrl); // fail early on a malformed URL
   const tls = opts.tls ?? {};
   const names = opts.settingNames ?? TRANSPORT_TLS_NAMES;
-  const send = fetchFor(baseUrl, tls, names); // settings that cannot be used fail here, named
+  const send = fetchFor(baseUrl, tls, names); // settings that cannot be used (the URL too) fail here, named
   const timeoutMs = opts.timeoutMs ?? 30_000;
   const deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
   const retries = opts.retries ?? 10;

@@ -9,77 +9,9 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import * as tls from "node:tls";
 import { errorField } from "../contract/errors";
-import { certificatesOf, checkKeyMatches, isPemText, PemError, privateKeyOf, readPemFile } from "../pem";
+import { type ClientTlsNames, type ClientTlsSettings, clientTls } from "../client-tls";
 
-/** What a client trusts and presents beyond the defaults. */
-export interface ClientTlsSettings {
-  /**
-   * PEM text, or the path of a PEM file: the CA (or CAs) that signed the service's certificate,
-   * trusted besides the system's (a private CA).
-   */
-  caCertificate?: string;
-  /** PEM text or a file's path: the certificate presented to a service that asks for one (mutual TLS). */
-  clientCertificate?: string;
-  /** PEM text or a file's path: that certificate's private key, unencrypted. */
-  clientKey?: string;
-}
-
-/** How the user names each setting, in errors: a program's options, a provider's config keys. */
-export type ClientTlsNames = Record<keyof ClientTlsSettings | "baseUrl", string>;
-
-const SETTINGS = [
-  "caCertificate",
-  "clientCertificate",
-  "clientKey",
-] as const satisfies readonly (keyof ClientTlsSettings)[];
-
-/** The names of the transport's own options (httpTransport's `tls` and `baseUrl`). */
-export const TRANSPORT_TLS_NAMES: ClientTlsNames = {
-  baseUrl: "baseUrl",
-  caCertificate: "tls.caCertificate",
-  clientCertificate: "tls.clientCertificate",
-  clientKey: "tls.clientKey",
-};
-
-/** The PEM text of a setting: the value itself, or the file it names. */
-function pemOf(value: string, name: string): string {
-  return isPemText(value) ? value : readPemFile(value, `${name} (${value})`);
-}
-
-/** The settings read and checked: what a connection is made with. */
-interface ClientTlsMaterial {
-  /** The CAs given, beside the system's; none: the system's alone. */
-  ca: string[];
-  cert?: string;
-  key?: string;
-}
-
-function material(settings: ClientTlsSettings, names: ClientTlsNames): ClientTlsMaterial {
-  const renew = "give a CA certificate that is valid now";
-  const ca = settings.caCertificate
-    ? certificatesOf(pemOf(settings.caCertificate, names.caCertificate), names.caCertificate, { renew }).map(
-        (c) => c.toString(),
-      )
-    : [];
-  const { clientCertificate, clientKey } = settings;
-  if (clientCertificate === undefined && clientKey === undefined) return { ca };
-  if (clientCertificate === undefined || clientKey === undefined) {
-    throw new PemError(
-      clientCertificate === undefined ? names.clientKey : names.clientCertificate,
-      clientCertificate === undefined
-        ? `is set without the certificate it is the key of: set ${names.clientCertificate} too`
-        : `is set without its private key: set ${names.clientKey} too`,
-    );
-  }
-  const cert = pemOf(clientCertificate, names.clientCertificate);
-  const key = pemOf(clientKey, names.clientKey);
-  const [leaf] = certificatesOf(cert, names.clientCertificate, {
-    renew: "get it renewed by the CA the service trusts",
-  });
-  if (leaf)
-    checkKeyMatches(leaf, privateKeyOf(key, names.clientKey), names.clientKey, names.clientCertificate);
-  return { ca, cert, key };
-}
+export { type ClientTlsNames, type ClientTlsSettings, TRANSPORT_TLS_NAMES } from "../client-tls";
 
 /**
  * The CAs a connection trusts: Node.js's defaults (its bundled Mozilla list, NODE_EXTRA_CA_CERTS)
@@ -132,20 +64,11 @@ const fetches = new Map<string, Promise<TlsFetch>>();
  * The fetch of a transport to `baseUrl`. An http:// URL takes Node.js's own; an https:// one an
  * agent that trusts the system's CAs and `settings.caCertificate`, and presents the client
  * certificate, made on first use (undici, loaded only then). Settings that cannot be used throw
- * here, naming them; settings given for an http:// URL too, since nothing would be verified.
+ * here, naming them (../client-tls).
  */
 export function fetchFor(baseUrl: string, settings: ClientTlsSettings, names: ClientTlsNames): TlsFetch {
-  const url = new URL(baseUrl);
-  const given = SETTINGS.filter((k) => settings[k] !== undefined);
-  if (url.protocol !== "https:") {
-    if (given.length > 0) {
-      throw new Error(
-        `${given.map((k) => names[k]).join(" and ")} ${given.length === 1 ? "is" : "are"} set, but ${names.baseUrl} ${baseUrl} is plain HTTP: nothing would be verified or presented. Use https:// (edge-service serve --tls-cert FILE --tls-key FILE), or unset ${given.length === 1 ? "it" : "them"}`,
-      );
-    }
-    return (target, attempt) => fetch(target, { ...attempt, redirect: "manual" });
-  }
-  const m = material(settings, names);
+  const m = clientTls(baseUrl, settings, names);
+  if (m === undefined) return (target, attempt) => fetch(target, { ...attempt, redirect: "manual" });
   const connect = { ca: trusted(m.ca), cert: m.cert, key: m.key };
   const id = createHash("sha256").update(JSON.stringify(connect)).digest("hex");
   return async (target, attempt) => {

@@ -611,7 +611,10 @@ test("the guide's checksum line, run as shown beside ../edge-dist, verifies ever
 
 test("yaml: the guide's options for a release packed with a download URL name this version and keep the engine's $${VERSION}", () => {
   const guide = readFileSync(join(engine.ROOT, "docs", "guide.md"), "utf8");
-  const section = guide.slice(guide.indexOf("\n### In Pulumi YAML\n"), guide.indexOf("\n### Only for this"));
+  const section = guide.slice(
+    guide.indexOf("\n### In Pulumi YAML\n"),
+    guide.indexOf("\n### Which language hosts need more\n"),
+  );
   const block = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
   expect(block).toBeDefined();
   const parsed = parseYaml(block!) as {

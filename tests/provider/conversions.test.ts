@@ -9,7 +9,7 @@
 import { z } from "zod";
 import * as contract from "../../sdk/contract";
 import { EdgeClient } from "../../sdk/client";
-import * as config from "../../provider/config";
+import * as client from "../../provider/client";
 import * as caseModule from "../../provider/model/case";
 import * as planModule from "../../provider/plan/route";
 import { EdgeProvider } from "../../provider/plugin/provider";
@@ -113,7 +113,7 @@ async function measure<T>(run: () => Promise<T>): Promise<{ value: T; tally: Tal
 afterAll(() => closeEmbeddedStores());
 
 test("one numBuckets change: Check, Diff and Update each decode once and encode once", async () => {
-  jest.spyOn(config, "edgeClient").mockReturnValue(new EdgeClient(transport));
+  jest.spyOn(client, "edgeClient").mockReturnValue(new EdgeClient(transport));
   const provider = new EdgeProvider();
   const edge = await provider.create(EDGE_URN, (await provider.check(EDGE_URN, {}, {})).inputs);
   const program = (numBuckets: number) => ({

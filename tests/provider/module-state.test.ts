@@ -16,7 +16,7 @@ const FOLDERS = ["sdk", "service", "provider", "commands"];
 
 /** `file: name` → why it may stay: caches that cannot change behaviour, hooks the runtime needs. */
 const ALLOWED = new Map<string, string>([
-  ["provider/config.ts: clients", "a cache of clients by their settings: equal settings, equal clients"],
+  ["provider/client.ts: clients", "a cache of clients by their settings: equal settings, equal clients"],
   [
     "provider/engine/pulumi-internals.ts: resolved",
     "a cache of the engine's modules as `require` resolved them",

@@ -4,7 +4,7 @@
  * applied per attempt (a stalled GET is abandoned and retried); the provider's HTTP client sends
  * an Idempotency-Key with every create.
  */
-import { edgeClient } from "../../provider/config";
+import { edgeClient } from "../../provider/client";
 import { ProviderProcess } from "../../provider/engine/process";
 import { faultProxy } from "./support";
 

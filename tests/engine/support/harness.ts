@@ -13,6 +13,7 @@ import { createEdgeApp } from "../../../service/http/app";
 import { EdgeService } from "../../../service/service";
 import { SqliteStore } from "../../../service/store/store-sqlite";
 import { httpTransport } from "../../../sdk/transport";
+import { holdsPrivateKey } from "../../../sdk/pem";
 import { programWorkspace, WORK_ROOT, type Workspace } from "../../support/workspace";
 
 const engine = require("../../../scripts/engine.js") as typeof import("../../../scripts/engine.js");
@@ -151,14 +152,24 @@ export const LIFECYCLE_ROUTE = {
   webhookVerification: { provider: "GitHub", secret: "secret:webhookSecret" },
 };
 
-/** `pulumi stack export` as a user runs it (secrets stay encrypted). */
+/**
+ * `pulumi stack export` as a user runs it (secrets stay encrypted). No test's state holds a private
+ * key in clear (provider/config.ts, the one rule of both faces): every export is checked for one.
+ */
 export async function stateExport(stack: Stack, stateDir: string): Promise<string> {
   const { execFileSync } = await import("node:child_process");
-  return execFileSync(join(engine.PULUMI_BIN, "pulumi"), ["stack", "export", "--stack", stack.name], {
-    cwd: stack.workspace.workDir,
-    env: { ...process.env, ...engine.engineEnv({ stateDir }) },
-    encoding: "utf8",
-  });
+  const exported = execFileSync(
+    join(engine.PULUMI_BIN, "pulumi"),
+    ["stack", "export", "--stack", stack.name],
+    {
+      cwd: stack.workspace.workDir,
+      env: { ...process.env, ...engine.engineEnv({ stateDir }) },
+      encoding: "utf8",
+    },
+  );
+  if (holdsPrivateKey(exported))
+    throw new Error(`the exported state of stack ${stack.name} holds a private key in clear`);
+  return exported;
 }
 
 /** Every file of a file backend (state, backups, history). */

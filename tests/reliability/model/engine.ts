@@ -265,7 +265,7 @@ function faceRun(stack: Stack, world: World, wire: Wire, warnings: string[]): Fa
     async anchor(s, commit) {
       const entry = s.state.find((e) => e.kind === "anchor");
       const news = { requestDeadlineMs: String(RUN_DEADLINE_MS) };
-      const inputs = edge.checkConfig(s.anchorUrn, entry?.inputs ?? {}, news);
+      const { inputs } = edge.checkConfig(s.anchorUrn, entry?.inputs ?? {}, news);
       commit(() => {
         if (entry) entry.inputs = inputs;
         else s.state.unshift({ name: "edge-provider", kind: "anchor", id: "provider", inputs, outputs: {} });
