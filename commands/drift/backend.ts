@@ -46,9 +46,9 @@ export function projectBackend(projectDir: string, env: NodeJS.ProcessEnv): Back
   const url = backendUrl(project, { env, home });
   if (url instanceof UnknownPlace) return url;
   const written = (v: unknown) => typeof v === "string" && v !== "";
-  const fromProject =
+  const fromProject: unknown =
     typeof project.backend === "object" && project.backend !== null
-      ? (project.backend as Record<string, unknown>).url
+      ? Reflect.get(project.backend, "url")
       : undefined;
   const namedBy = written(env.PULUMI_BACKEND_URL)
     ? "PULUMI_BACKEND_URL"
@@ -96,7 +96,7 @@ export function stackFiles(dir: string, project: string, stack: string): StackFi
     };
   }
   if (parts.length > 3 || (parts.length > 1 && parts[0] !== "organization")) return undefined;
-  const proj = parts.length === 3 ? parts[1]! : project;
+  const proj = parts.length === 3 ? (parts[1] ?? "") : project;
   if (!/^[A-Za-z0-9_.-]+$/.test(proj)) return undefined;
   return {
     checkpoint: join(bookkeeping, "stacks", proj, name),

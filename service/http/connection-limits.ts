@@ -136,11 +136,14 @@ export function enforceLimits(
         if (pending.get(key) === raw) pending.delete(key);
       });
       if (pending.size > limits.maxPendingHandshakes) {
-        const [oldestKey, oldest] = pending.entries().next().value as [string, Socket];
-        pending.delete(oldestKey);
-        closed.overHandshakes++;
-        tell();
-        oldest.destroy();
+        // A Map iterates in insertion order: its first entry is the oldest handshake.
+        for (const [oldestKey, oldest] of pending) {
+          pending.delete(oldestKey);
+          closed.overHandshakes++;
+          tell();
+          oldest.destroy();
+          break;
+        }
       }
     });
     server.on("secureConnection", (socket: TLSSocket) => {

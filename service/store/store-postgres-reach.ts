@@ -30,8 +30,10 @@ export function cut(client: pg.Client): void {
   const stream: unknown = Reflect.get(client, "connection")?.stream;
   if (stream instanceof Socket) {
     if (!stream.destroyed) stream.resetAndDestroy();
-  } else if (stream !== undefined && typeof Reflect.get(stream as object, "destroy") === "function") {
-    (stream as { destroy(): void }).destroy(); // a TLS stream: destroyed, its socket with it
+  } else if (typeof stream === "object" && stream !== null) {
+    // A TLS stream: destroyed, its socket with it.
+    const destroy: unknown = Reflect.get(stream, "destroy");
+    if (typeof destroy === "function") Reflect.apply(destroy, stream, []);
   }
 }
 

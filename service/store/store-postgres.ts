@@ -328,7 +328,9 @@ class PgDriver implements StoreDriver {
     const made = new WeakSet<object>();
     const failed = (e: unknown): unknown => {
       if (typeof e === "object" && e !== null && made.has(e)) return e;
-      const err = passed ? deadlinePassed(deadline!, "the connection was cut") : this.translated(e);
+      // `passed` is set only by the deadline's timer: there is a deadline.
+      const err =
+        passed && deadline ? deadlinePassed(deadline, "the connection was cut") : this.translated(e);
       if (passed) this.lostSign();
       if (err instanceof StoreUnavailable) broken = true;
       if (typeof err === "object" && err !== null) made.add(err);
