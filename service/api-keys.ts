@@ -20,7 +20,7 @@ const KEY_PREFIX = "edge_";
 /** A key's name: what logs print, what `keys revoke` takes. */
 export const KEY_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
 
-/** How old the keys a replica checks against may be: a change is in force everywhere this long after it is stored. */
+/** How old the keys a replica checks against may be: a revocation is in force everywhere this long after it is stored (a new key at once). */
 export const KEY_RING_MAX_AGE_MS = 500;
 
 export const hashKey = (key: string): string => createHash("sha256").update(key).digest("hex");
@@ -55,6 +55,8 @@ interface Snapshot {
 export class KeyRing {
   private snapshot?: Snapshot;
   private reading?: Promise<Snapshot>;
+  /** The read to start when the one under way ends (see readSince). */
+  private next?: Promise<Snapshot>;
   private readingSince = 0;
   private readonly bootstrapHash?: string;
 
@@ -66,17 +68,39 @@ export class KeyRing {
     this.bootstrapHash = bootstrapKey === undefined ? undefined : hashKey(bootstrapKey);
   }
 
-  /** What `key` is (undefined: the service takes requests without a key: none was ever made). */
+  /**
+   * What `key` is (undefined: the service takes requests without a key: none was ever made). A
+   * key the snapshot does not know is looked for again in a read begun after the request arrived,
+   * so a key made a moment ago (by the CLI, on another replica) is valid at once; the requests
+   * that wait share that read.
+   */
   check(key: string | undefined): KeyCheck | undefined | Promise<KeyCheck | undefined> {
     const now = Date.now();
     const fresh = this.snapshot && now - this.snapshot.readAt <= this.maxAgeMs ? this.snapshot : undefined;
-    if (fresh) return checkIn(fresh, key);
-    return this.read(now).then((s) => checkIn(s, key));
+    if (!fresh) return this.readSince(now - this.maxAgeMs).then((s) => checkIn(s, key));
+    const found = checkIn(fresh, key);
+    if (found?.kind !== "unknown" || key === undefined || fresh.readAt >= now) return found;
+    return this.readSince(now).then((s) => checkIn(s, key));
   }
 
-  /** A snapshot whose read began no earlier than `now - maxAge`: one read shared by the requests that wait. */
-  private read(now: number): Promise<Snapshot> {
-    if (this.reading && now - this.readingSince <= this.maxAgeMs) return this.reading;
+  /**
+   * A snapshot whose read began at `notBefore` or later. One read at a time: a request that
+   * needs a later one than the read under way waits for the next, which starts when that one
+   * ends and is shared by every request that arrived meanwhile (a flood of unknown keys costs
+   * one read of the keys per round trip to the store, not one per request).
+   */
+  private readSince(notBefore: number): Promise<Snapshot> {
+    if (this.reading && this.readingSince >= notBefore) return this.reading;
+    if (!this.reading) return this.startRead();
+    const settled = () => undefined;
+    this.next ??= this.reading.then(settled, settled).then(() => {
+      this.next = undefined;
+      return this.startRead();
+    });
+    return this.next;
+  }
+
+  private startRead(): Promise<Snapshot> {
     const readAt = Date.now();
     const reading = apiKeysOf(this.store).then((rows) => {
       const byHash = new Map<string, ApiKeyRow | KeyHolder>(rows.map((r) => [r.hash, r]));

@@ -8,8 +8,7 @@
  * A side that ended its connection during the partition is told to the other only then: a reset
  * (RST) drops what its kernel had not delivered, as on a real network, and the other side is
  * reset; an orderly close (FIN) is delivered after what it had sent.
- * (../shared notes, "A silent network"; docs/operating.md, "A partition between the replicas and
- * PostgreSQL".)
+ * (docs/operating.md, "A partition between the replicas and PostgreSQL".)
  */
 import * as net from "node:net";
 
