@@ -33,7 +33,7 @@ const store = SqliteStore.open(dir, { auditIndexEveryMs: 0 });
 const ms = Number(process.hrtime.bigint() - t0) / 1e6,
   c = process.cpuUsage(c0);
 console.log(
-  `${N} events, ${(size / 2 ** 20).toFixed(0)} MiB: open with schema 7 in ${ms.toFixed(0)} ms wall, ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
+  `${N} events, ${(size / 2 ** 20).toFixed(0)} MiB: opened by this build (schema 6 upgraded) in ${ms.toFixed(0)} ms wall, ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
 );
 store.close();
 fs.rmSync(dir, { recursive: true });

@@ -16,11 +16,8 @@ import { log, median, perCallMicros, percentile, ratio, round } from "./stats.mj
 
 const require = createRequire(import.meta.url);
 const { EdgeClient } = require("../../dist/sdk/client/index.js");
-const {
-  embeddedTransport,
-  httpTransport,
-  closeEmbeddedStores,
-} = require("../../dist/sdk/transport/index.js");
+const { httpTransport } = require("../../dist/sdk/transport/index.js");
+const { embeddedTransport, closeEmbeddedStores } = require("../../dist/service/embedded.js");
 const { SqliteStore } = require("../../dist/service/store/store-sqlite.js");
 const { EdgeService } = require("../../dist/service/service.js");
 
