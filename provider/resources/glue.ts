@@ -19,6 +19,7 @@
  */
 import * as pulumi from "@pulumi/pulumi";
 import { ANCHOR_KEY, STACK_ANCHOR } from "../identity";
+import { TYPE_NAMES } from "../model/kinds";
 import type { ProviderKind } from "../runtime";
 
 /** The serialized provider of a kind: the smallest module the dynamic provider host accepts. */
@@ -129,13 +130,12 @@ function refusePlaintextCredentials(): void {
 export abstract class EdgeDynamicResource extends pulumi.CustomResource {
   protected constructor(
     kind: ProviderKind,
-    type: string,
     name: string,
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
     refusePlaintextCredentials();
-    const token = `pulumi-nodejs:dynamic/edge:${type}`;
+    const token = `pulumi-nodejs:dynamic/edge:${TYPE_NAMES[kind]}`;
     super(
       token,
       name,
