@@ -2,6 +2,8 @@
 // its rowid, issue 28), for a trail of N events of a route create's size (~1 KB each):
 //   node bench/audit-migration.cjs [N]      (after `npm run build`; default 100,000)
 // A schema-6 database is filled in one transaction, checkpointed, then opened by this build.
+if (!require("fs").existsSync(require("path").join(__dirname, "../dist/service/store/store-sqlite.js")))
+  throw new Error("this tree is not built: run 'npm run build' first");
 const Database = require("libsql");
 const { MIGRATIONS, SqliteStore } = require("../dist/service/store/store-sqlite.js");
 const fs = require("fs"),

@@ -10,6 +10,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { needBuild } from "./lib/needs.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -28,6 +29,7 @@ const median = (xs) => {
 };
 
 async function build(root, label) {
+  needBuild(path.resolve(root));
   const require = createRequire(path.join(path.resolve(root), "package.json"));
   const { createEdgeApp } = require("./dist/service/http/app.js");
   const { SqliteStore } = require("./dist/service/store/store-sqlite.js");

@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { needBuild } from "./lib/needs.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -17,6 +18,7 @@ const { values: opts } = parseArgs({
     passes: { type: "string", default: "5" },
   },
 });
+needBuild(path.resolve(opts.root));
 const dataDir = mkdtempSync(path.join(tmpdir(), "edge-update-path-"));
 process.env.EDGE_DATA_DIR = dataDir;
 process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
