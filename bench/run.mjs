@@ -111,21 +111,23 @@ try {
   // Sections are loaded when asked for: `--only stores` runs without the others' dependencies.
   // (faces lives in engine.mjs beside the engine section it shares its stacks with.)
   const section = async (name, file = name) => (await import(`./lib/${file}.mjs`))[`${name}Section`];
-  if (only.includes("payload")) results.payload = await (await section("payload"))();
-  if (only.includes("scaling"))
-    results.scaling = await (await section("scaling"))({ tmp: TMP, ...config.scaling });
-  if (only.includes("service"))
-    results.service = await (await section("service"))({ tmp: TMP, ...config.service });
-  if (only.includes("metrics"))
-    results.metrics = await (await section("metrics", "service"))({ tmp: TMP, ...config.metrics });
-  if (only.includes("stores"))
-    results.stores = await (await section("stores"))({ tmp: TMP, ...config.stores });
-  if (only.includes("engine"))
-    results.engine = await (await section("engine"))({ tmp: TMP, ...config.engine });
-  if (only.includes("faces"))
-    results.faces = await (await section("faces", "engine"))({ tmp: TMP, ...config.faces });
-  if (only.includes("stacks"))
-    results.stacks = await (await section("stacks"))({ tmp: TMP, ...config.stacks });
+  // Each section in its turn, with the load average (1 min) at its start and end: a shared
+  // machine's other work shows there, and BENCHMARKS.md says it beside each figure.
+  const run = async (name, file, args) => {
+    if (!only.includes(name)) return;
+    const loadBefore = os.loadavg()[0];
+    results[name] = await (await section(name, file))({ tmp: TMP, ...args });
+    results[name].load = [loadBefore, os.loadavg()[0]].map((x) => Number(x.toFixed(2)));
+    log(`${name}: load average ${results[name].load.join(" → ")}`);
+  };
+  await run("payload", "payload", {});
+  await run("scaling", "scaling", config.scaling);
+  await run("service", "service", config.service);
+  await run("metrics", "service", config.metrics);
+  await run("stores", "stores", config.stores);
+  await run("engine", "engine", config.engine);
+  await run("faces", "engine", config.faces);
+  await run("stacks", "stacks", config.stacks);
 } finally {
   fs.rmSync(TMP, { recursive: true, force: true });
 }

@@ -136,13 +136,35 @@ export function judge(results) {
   return t;
 }
 
+const SECTION_NAMES = {
+  stacks: "0",
+  faces: "1b",
+  engine: "1 and 2",
+  service: "3",
+  metrics: "3b",
+  scaling: "4",
+  stores: "6",
+};
+
+/** Each section's load average (1 min) at its start and end, and when it ran, where recorded. */
+function sectionLoads(results) {
+  const parts = Object.entries(SECTION_NAMES)
+    .filter(([k]) => results[k]?.load)
+    .map(
+      ([k, n]) =>
+        `${n}: ${results[k].load.map((x) => fmt(x)).join(" → ")} (${results[k].ranAt?.slice(0, 16).replace("T", " ") ?? "?"} UTC)`,
+    );
+  return parts.length > 0 ? ` Per section, load average at its start → end: ${parts.join("; ")}.` : "";
+}
+
 export function renderMarkdown(results) {
   const m = results.machine;
   const lines = [];
   lines.push(
     `Run of ${results.finishedAt.slice(0, 16).replace("T", " ")} UTC, ${fmt(results.durationSeconds / 60, 1)} min. ` +
       `Machine: ${m.cpus} CPUs (${m.cpuModel}), ${fmt(m.memoryGiB, 1)} GiB memory, Node ${m.node}, Pulumi ${m.pulumi}, ${m.platform}. ` +
-      `Load average at start ${m.loadAtStart.map((x) => fmt(x)).join(" / ")}, at end ${m.loadAtEnd.map((x) => fmt(x)).join(" / ")} (1/5/15 min).`,
+      `Load average at start ${m.loadAtStart.map((x) => fmt(x)).join(" / ")}, at end ${m.loadAtEnd.map((x) => fmt(x)).join(" / ")} (1/5/15 min).` +
+      sectionLoads(results),
     "",
     "### Targets",
     "",
