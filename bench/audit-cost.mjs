@@ -47,6 +47,8 @@ const BASE = "http://edge.test";
 
 /** A build of the service (dist/ of a checkout): this one, and `--old DIR` another to compare. */
 function build(dist) {
+  if (!fs.existsSync(path.join(dist, "service/http/app.js")))
+    throw new Error(`${dist} holds no build of the service: run 'npm run build' in its checkout`);
   const sqlite = require(path.join(dist, "service/store/store-sqlite.js"));
   const postgres = require(path.join(dist, "service/store/store-postgres.js"));
   return {

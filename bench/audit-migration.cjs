@@ -2,6 +2,8 @@
 // its rowid, issue 28), for a trail of N events of a route create's size (~1 KB each):
 //   node bench/audit-migration.cjs [N]      (after `npm run build`; default 100,000)
 // A schema-6 database is filled in one transaction, checkpointed, then opened by this build.
+if (!require("fs").existsSync(require("path").join(__dirname, "../dist/service/store/store-sqlite.js")))
+  throw new Error("this tree is not built: run 'npm run build' first");
 const Database = require("libsql");
 const { MIGRATIONS, SqliteStore } = require("../dist/service/store/store-sqlite.js");
 const fs = require("fs"),
@@ -33,7 +35,7 @@ const store = SqliteStore.open(dir, { auditIndexEveryMs: 0 });
 const ms = Number(process.hrtime.bigint() - t0) / 1e6,
   c = process.cpuUsage(c0);
 console.log(
-  `${N} events, ${(size / 2 ** 20).toFixed(0)} MiB: open with schema 7 in ${ms.toFixed(0)} ms wall, ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
+  `${N} events, ${(size / 2 ** 20).toFixed(0)} MiB: opened by this build (schema 6 upgraded) in ${ms.toFixed(0)} ms wall, ${((c.user + c.system) / 1000).toFixed(0)} ms CPU`,
 );
 store.close();
 fs.rmSync(dir, { recursive: true });

@@ -18,8 +18,10 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { needBuild } from "./lib/needs.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+needBuild(ROOT);
 const { values } = parseArgs({
   options: {
     rounds: { type: "string", default: "5" },

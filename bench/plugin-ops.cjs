@@ -9,6 +9,12 @@ const os = require("node:os");
 const path = require("node:path");
 const [root, stateFile, dataDir, roundsArg] = process.argv.slice(2);
 const rounds = Number(roundsArg ?? 1);
+if (!root || !stateFile || !dataDir) {
+  console.error("usage: node bench/plugin-ops.cjs <checkout> <state.json> <data dir> [rounds]");
+  process.exit(2);
+}
+if (!fs.existsSync(path.join(root, "dist/provider/plugin/provider.js")))
+  throw new Error(`${path.resolve(root)} is not built: run 'npm run build' there first`);
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "plugin-ops-"));
 fs.cpSync(dataDir, tmp, { recursive: true });
 process.env.EDGE_DATA_DIR = tmp;

@@ -3,11 +3,14 @@
 // wall-clock times say little). Issue 28, item 4; see BENCHMARKS.md, "Why the packaged preview got
 // slower (525371d → 5bd0c41)".
 //
-//   node bench/preview-cpu.mjs <checkout> setup <routes>        stack + `up` (fast mode)
+//   node bench/preview-cpu.mjs <checkout> setup <routes>        stack + its edge (with checkpoints:
+//                                                               a stack's first update may not skip
+//                                                               them), then `up` of the routes (fast mode)
 //   node bench/preview-cpu.mjs <checkout> preview|refresh <routes> [--profile DIR]
 //
-// <checkout> is a built working tree (npm run build && npm run sdks). The program is bench/program
-// in packaged mode, copied under <checkout>/bench/tmp so that it imports that checkout's SDK, and its
+// <checkout> is a built working tree (npm run build && npm run sdks; it says so otherwise). The
+// program is bench/program in packaged mode, copied under <checkout>/bench/tmp (or EDGE_BENCH_TMP,
+// inside the checkout) so that it imports that checkout's SDK, and its
 // plugin is that checkout's dist/provider/plugin/index.js. While the CLI runs, /proc is sampled
 // every 50 ms and the last utime+stime seen of every process descended from it is kept, grouped as
 // engine (the pulumi CLI), language host, program (node), plugin (node), other. The line printed is
@@ -18,10 +21,11 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { benchTmp, needSdks } from "./lib/needs.mjs";
 import { cpuOfTree } from "./lib/proc-cpu.mjs";
 
 const [checkout, command, routesArg, ...rest] = process.argv.slice(2);
-if (!checkout || !command) {
+if (!checkout || !["setup", "preview", "refresh"].includes(command)) {
   console.error(
     "usage: node bench/preview-cpu.mjs <checkout> setup|preview|refresh <routes> [--profile DIR]",
   );
@@ -30,10 +34,12 @@ if (!checkout || !command) {
 const root = path.resolve(checkout);
 const routes = Number(routesArg ?? 500);
 const profileDir = rest[0] === "--profile" ? path.resolve(rest[1]) : undefined;
+needSdks(root);
 const require = createRequire(path.join(root, "package.json"));
 const engine = require("./scripts/engine.js");
+engine.assertEngine();
 
-const workDir = path.join(root, "bench", "tmp", `preview-cpu-n${routes}`);
+const workDir = path.join(benchTmp(root), `preview-cpu-n${routes}`);
 const pluginDir = path.join(workDir, "plugin");
 const stateDir = path.join(workDir, "state");
 
@@ -110,14 +116,20 @@ if (command === "setup") {
   fs.rmSync(workDir, { recursive: true, force: true });
   setupDir();
   await run(["stack", "init", stackName, "--secrets-provider", "passphrase"]);
-  await run(["config", "set", "routes", String(routes), "-s", stackName]);
   await run(["config", "set", "mode", "packaged", "-s", stackName]);
-  const up = await run(["up", "--yes", "--skip-preview", "-s", stackName, "--color", "never"], {
-    PULUMI_SKIP_CHECKPOINTS: "true",
-  });
-  delete up.out;
-  console.log(JSON.stringify({ checkout: root, command, routes, ...up }));
+  const up = ["up", "--yes", "--skip-preview", "-s", stackName, "--color", "never"];
+  // The stack's first update gives it its anchor, which fast mode may not (provider/identity).
+  await run(["config", "set", "routes", "0", "-s", stackName]);
+  await run(up);
+  await run(["config", "set", "routes", String(routes), "-s", stackName]);
+  const result = await run(up, { PULUMI_SKIP_CHECKPOINTS: "true" });
+  delete result.out;
+  console.log(JSON.stringify({ checkout: root, command, routes, ...result }));
 } else {
+  if (!fs.existsSync(stateDir))
+    throw new Error(
+      `no stack of ${routes} routes in ${workDir}: run 'node bench/preview-cpu.mjs ${checkout} setup ${routes}' first`,
+    );
   const args = ["preview", "-s", stackName, "--color", "never", "--expect-no-changes"];
   if (command === "refresh") args.push("--refresh");
   let extra = {};

@@ -4,25 +4,29 @@
 //                                            `pulumi up` of bench/program (edge mode, N routes,
 //                                            default 200), or a no-change preview after it, with
 //                                            the dynamic-provider process sampled
-//   node bench/profile.mjs service get|post|patch|floor
-//                                            the service under 5 s of autocannon load, sampled
+//   node bench/profile.mjs service get|post|patch|floor [seconds]
+//                                            the service under 5 s (or `seconds`) of autocannon load, sampled
 //                                            (floor: the bare node:http server answering the
 //                                            same GET bytes, for comparison)
 //
-// The engine starts the provider process itself and kills it at the end (no normal exit, so
+// The engine starts the provider process itself and interrupts it at the end (no normal exit, so
 // `--cpu-prof` writes nothing): the program is given a project plugin `pulumi-nodejs` that runs
-// the usual dynamic-provider host with a preload writing a profile every second.
+// the usual dynamic-provider host with a preload writing a profile every second and at SIGINT
+// (a short run's only one). Profiles are kept
+// in bench/tmp/profile-<time> (bench/tmp: EDGE_BENCH_TMP if set).
 import fs from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import autocannon from "autocannon";
 import { spawnServer } from "./lib/child.mjs";
+import { benchTmp, needBuild } from "./lib/needs.mjs";
 import { routeBody } from "./lib/shapes.mjs";
 
 const require = createRequire(import.meta.url);
 const engine = require("../scripts/engine.js");
-const OUT = path.join(engine.ROOT, "bench", "tmp", `profile-${Date.now()}`);
+const OUT = path.join(benchTmp(engine.ROOT), `profile-${Date.now()}`);
+needBuild(engine.ROOT);
 
 const PRELOAD = `const inspector = require("node:inspector");
 const fs = require("node:fs");
@@ -31,12 +35,13 @@ session.connect();
 session.post("Profiler.enable");
 session.post("Profiler.start");
 let i = 0;
-setInterval(() => {
+const write = (then) =>
   session.post("Profiler.stop", (err, res) => {
     if (!err) fs.writeFileSync(process.env.PROFILE_DIR + "/provider-" + String(i++).padStart(3, "0") + ".cpuprofile", JSON.stringify(res.profile));
-    session.post("Profiler.start");
+    then();
   });
-}, 1000).unref();
+setInterval(() => write(() => session.post("Profiler.start")), 1000).unref();
+process.on("SIGINT", () => write(() => process.exit(0)));
 `;
 
 const WRAPPER = `#!/bin/sh
@@ -77,7 +82,7 @@ async function profileProvider(n, command) {
   return previewProfiles;
 }
 
-async function profileService(op) {
+async function profileService(op, seconds) {
   const profiles = path.join(OUT, "profiles");
   fs.mkdirSync(profiles, { recursive: true });
   const edgeServer = spawnServer(op === "floor" ? [] : ["--cpu-prof", `--cpu-prof-dir=${profiles}`]);
@@ -123,7 +128,7 @@ async function profileService(op) {
     },
   }[op];
   if (!target) throw new Error(`unknown operation ${op}: get, post or patch`);
-  const result = await autocannon({ connections: 10, duration: 5, ...target });
+  const result = await autocannon({ connections: 10, duration: seconds, ...target });
   console.log(`${op}: ${Math.round(result.requests.average)} req/s, p99 ${result.latency.p99} ms (profiled)`);
   await server.close(); // a normal exit: --cpu-prof writes the profile
   return profiles;
@@ -172,9 +177,11 @@ function summarise(dir, top = 25) {
 
 const [what, arg] = process.argv.slice(2);
 if (what === "provider") summarise(await profileProvider(Number(arg ?? 200), process.argv[4] ?? "up"));
-else if (what === "service") summarise(await profileService(arg ?? "get"));
+else if (what === "service") summarise(await profileService(arg ?? "get", Number(process.argv[4] ?? 5)));
 else {
-  console.error("usage: node bench/profile.mjs provider [N] [up|preview] | service get|post|patch|floor");
+  console.error(
+    "usage: node bench/profile.mjs provider [N] [up|preview] | service get|post|patch|floor [seconds]",
+  );
   process.exit(2);
 }
 process.exit(0);

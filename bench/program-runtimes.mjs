@@ -24,6 +24,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { benchTmp, needSdks } from "./lib/needs.mjs";
 import { cpuOfTree } from "./lib/proc-cpu.mjs";
 
 const require = createRequire(import.meta.url);
@@ -33,10 +34,11 @@ const VERSION = require("../package.json").version;
 
 const [command, routesArg, ...rest] = process.argv.slice(2);
 const routes = Number(routesArg ?? 1000);
-const base = path.join(ROOT, "bench", "tmp", `runtimes-n${routes}`);
+const TMP = benchTmp(ROOT);
+const base = path.join(TMP, `runtimes-n${routes}`);
 const stateDir = path.join(base, "state");
 const dataDir = path.join(base, "data");
-const venv = path.join(ROOT, "bench", "tmp", "runtimes-venv");
+const venv = path.join(TMP, "runtimes-venv");
 const stackName = `n${routes}`;
 const load = () => os.loadavg().map((x) => Math.round(x * 100) / 100);
 
@@ -98,21 +100,22 @@ function pythonDir() {
     );
     fs.rmSync(venv, { recursive: true, force: true });
     fs.cpSync(path.dirname(path.dirname(python)), venv, { recursive: true, verbatimSymlinks: true });
-    execFileSync(
-      path.join(venv, "bin/python"),
-      [
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-deps",
-        "--force-reinstall",
-        path.join(ROOT, "dist", "sdks", "python"),
-      ],
-      { stdio: "inherit" },
-    );
   }
+  // This tree's SDK, every setup: a copy kept from an earlier run may hold an older one.
+  execFileSync(
+    path.join(venv, "bin/python"),
+    [
+      "-m",
+      "pip",
+      "install",
+      "--quiet",
+      "--disable-pip-version-check",
+      "--no-deps",
+      "--force-reinstall",
+      path.join(ROOT, "dist", "sdks", "python"),
+    ],
+    { stdio: "inherit" },
+  );
   return dir;
 }
 
@@ -165,6 +168,14 @@ function writeUnmapped() {
   );
 }
 
+if (command === "setup" || command === "rounds") {
+  needSdks(ROOT, { python: true });
+  engine.assertEngine();
+}
+if (command === "rounds" && !fs.existsSync(stateDir))
+  throw new Error(
+    `no stack of ${routes} routes in ${base}: run 'node bench/program-runtimes.mjs setup ${routes}' first`,
+  );
 if (command === "setup") {
   fs.rmSync(base, { recursive: true, force: true });
   fs.mkdirSync(base, { recursive: true });
@@ -174,17 +185,19 @@ if (command === "setup") {
   nodeDir("js-nomap", { compile: true, sourceMap: false });
   pythonDir();
   await run("ts", ["stack", "init", stackName, "--secrets-provider", "passphrase"]);
-  await run("ts", ["config", "set", "routes", String(routes), "-s", stackName]);
   await run("ts", ["config", "set", "mode", "packaged", "-s", stackName]);
+  const up = ["up", "--yes", "--skip-preview", "-s", stackName, "--color", "never"];
+  // The stack's first update gives it its anchor, which fast mode may not (provider/identity).
+  await run("ts", ["config", "set", "routes", "0", "-s", stackName]);
+  await run("ts", up);
+  await run("ts", ["config", "set", "routes", String(routes), "-s", stackName]);
   for (const d of ["js", "js-nomap", "py"])
     fs.copyFileSync(
       path.join(base, "ts", `Pulumi.${stackName}.yaml`),
       path.join(base, d, `Pulumi.${stackName}.yaml`),
     );
-  const up = await run("ts", ["up", "--yes", "--skip-preview", "-s", stackName, "--color", "never"], {
-    PULUMI_SKIP_CHECKPOINTS: "true",
-  });
-  console.log(JSON.stringify({ command, routes, ...up }));
+  const result = await run("ts", up, { PULUMI_SKIP_CHECKPOINTS: "true" });
+  console.log(JSON.stringify({ command, routes, ...result }));
 } else if (command === "rounds") {
   writeUnmapped();
   const k = Number(rest[0] ?? 1);

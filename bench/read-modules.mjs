@@ -9,10 +9,12 @@ import fs from "node:fs";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
+import { needBuild } from "./lib/needs.mjs";
 import { routeBody } from "./lib/shapes.mjs";
 import { log, perCallMicros, round } from "./lib/stats.mjs";
 
 const require = createRequire(import.meta.url);
+needBuild(path.join(import.meta.dirname, ".."));
 const { routeRow } = require("../dist/service/store/rows.js");
 const { Secrets } = require("../dist/service/secrets.js");
 const { SqliteStore } = require("../dist/service/store/store-sqlite.js");

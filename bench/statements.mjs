@@ -5,11 +5,12 @@
 // Prints, per path, the median µs per request of each build and the median of the per-round
 // ratios after/before.
 //   node bench/statements.mjs --before /tmp/base [--rounds 15] [--requests 300]
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { needBuild } from "./lib/needs.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -28,10 +29,13 @@ const median = (xs) => {
 };
 
 async function build(root, label) {
+  needBuild(path.resolve(root));
   const require = createRequire(path.join(path.resolve(root), "package.json"));
   const { createEdgeApp } = require("./dist/service/http/app.js");
   const { SqliteStore } = require("./dist/service/store/store-sqlite.js");
-  const store = SqliteStore.open(mkdtempSync(path.join(tmpdir(), `edge-stmts-${label}-`)));
+  const dir = mkdtempSync(path.join(tmpdir(), `edge-stmts-${label}-`));
+  const store = SqliteStore.open(dir);
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
   const app = createEdgeApp({ store, responseCacheBytes: 0 });
   const call = async (method, url, body) => {
     const res = await app.fetch(

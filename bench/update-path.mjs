@@ -4,11 +4,12 @@
 // (provider and in-process service together), median of a few passes. `--root DIR` measures
 // another checkout's build (e.g. main's, for a before/after figure).
 //   node bench/update-path.mjs [--root DIR] [--routes 200] [--passes 5]
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { needBuild } from "./lib/needs.mjs";
 
 const { values: opts } = parseArgs({
   options: {
@@ -17,16 +18,25 @@ const { values: opts } = parseArgs({
     passes: { type: "string", default: "5" },
   },
 });
-process.env.EDGE_DATA_DIR = mkdtempSync(path.join(tmpdir(), "edge-update-path-"));
+needBuild(path.resolve(opts.root));
+const dataDir = mkdtempSync(path.join(tmpdir(), "edge-update-path-"));
+process.env.EDGE_DATA_DIR = dataDir;
+process.on("exit", () => rmSync(dataDir, { recursive: true, force: true }));
 const require = createRequire(path.join(path.resolve(opts.root), "package.json"));
-const { dynamicProvider } = require("./dist/provider/dynamic/index.js");
+// The providers as the engine's dynamic provider host gets them (one provider process's).
+const runtime = require("./dist/provider/runtime.js");
 
 const n = Number(opts.routes);
-const edges = dynamicProvider("httpsEdge");
-const routes = dynamicProvider("httpsEdgeRoute");
+const edges = runtime.providers.httpsEdge;
+const routes = runtime.providers.httpsEdgeRoute;
 const urn = (name) => `urn:pulumi:bench::update-path::pulumi-nodejs:dynamic/edge:HttpsEdgeRoute::${name}`;
+// A create carries the stack's anchor, made by the stack's StackAnchor resource (provider/identity);
+// builds from before create identities have none.
+const face = runtime.handlers?.stackAnchor
+  ? { __anchor: (await runtime.handlers.stackAnchor.create({})).outs.anchor }
+  : {};
 
-const edgeIn = (await edges.check({}, { description: "bench", __urn: urn("web") })).inputs;
+const edgeIn = (await edges.check({}, { description: "bench", __urn: urn("web"), ...face })).inputs;
 const edge = await edges.create(edgeIn);
 const routeArgs = (i, buckets) => ({
   edgeId: edge.id,
@@ -37,6 +47,7 @@ const routeArgs = (i, buckets) => ({
   requestHeaders: { add: { "X-Bench": "1" }, remove: ["Cookie"] },
   ipRestriction: { ipPolicyIds: ["ipp_b", "ipp_a"] },
   __urn: urn(`r${i}`),
+  ...face,
 });
 
 const state = [];

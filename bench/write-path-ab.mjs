@@ -6,7 +6,7 @@
 //
 //   node bench/write-path-ab.mjs [--against 0.1.0|none] [--store postgres|sqlite|both] [--rounds 3]
 //        [--seconds 15] [--workers 8] [--phases post,patch,mixed] [--also DIR[,DIR]] [--tls]
-//        [--warmup 3] [--sealed] [--no-key] [--profile] [--out FILE]
+//        [--warmup 3] [--prefill 1000] [--sealed] [--no-key] [--profile] [--out FILE]
 //   (npm run bench:ab -- ARGS builds this tree first)
 //
 // --against: a version recorded in releases.json (default: the newest there), built from git
@@ -24,9 +24,11 @@
 //   patch  PATCHes of the routes this build made in its post phases, taken in turn, each a
 //          real change (a new description and circuit breaker), so each writes its audit event;
 //   mixed  the issue's load: each worker creates a route (keyed), reads it, and updates it.
-// Before the rounds, not measured: 1,000 keyed creates and `--warmup` seconds of the mixed load
-//   per build (JIT, pools, prepared statements), then on PostgreSQL an ANALYZE of each database
-//   (a database in service has statistics); a patch phase run alone first makes 1,000 routes.
+// Before the rounds, not measured: `--prefill` (1,000) keyed creates and `--warmup` seconds of the
+//   mixed load per build (JIT, pools, prepared statements), then on PostgreSQL an ANALYZE of each
+//   database (a database in service has statistics); a patch phase run alone first makes as many.
+// The smallest run (tests/examples/bench-smoke.test.ts): --rounds 1 --seconds 0.5 --warmup 0
+//   --prefill 10.
 // Measured per phase: requests, requests/s, p50/p99, and CPU per request: the server process (all
 //   its threads, /proc/<pid>/stat) and, on PostgreSQL, the cluster (postmaster, its backends, and
 //   what exited meanwhile, through the postmaster's cutime), during that phase only. The load
@@ -34,7 +36,8 @@
 // --sealed: every server gets a secrets key (secrets sealed at rest); --no-key: no API key (the
 //   default is a bootstrap key, EDGE_API_KEY, as replicas behind a balancer run).
 // --profile: every server runs with `node --cpu-prof` (profiles in bench/tmp/write-path-ab/).
-// Results: a table on stdout and bench/tmp/write-path-ab.json (or --out). BENCHMARKS.md, issue 36.
+// Results: a table on stdout and bench/tmp/write-path-ab.json (or --out; bench/tmp is EDGE_BENCH_TMP
+// if set). BENCHMARKS.md, issue 36.
 import { Buffer } from "node:buffer";
 import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -47,6 +50,7 @@ import { performance } from "node:perf_hooks";
 import { clearTimeout, setTimeout } from "node:timers";
 import { URL } from "node:url";
 import { parseArgs } from "node:util";
+import { benchTmp, needBuild } from "./lib/needs.mjs";
 import { freePort, startCluster } from "./lib/postgres.mjs";
 import { routeBody } from "./lib/shapes.mjs";
 import { log, median, percentile, round } from "./lib/stats.mjs";
@@ -55,7 +59,7 @@ const require = createRequire(import.meta.url);
 const pg = require("pg");
 const built = require("../scripts/built-release.js");
 const ROOT = built.ROOT;
-const OUT_DIR = path.join(ROOT, "bench", "tmp", "write-path-ab");
+const OUT_DIR = path.join(benchTmp(ROOT), "write-path-ab");
 
 const { values: opts } = parseArgs({
   options: {
@@ -67,6 +71,7 @@ const { values: opts } = parseArgs({
     workers: { type: "string", default: "8" },
     phases: { type: "string", default: "post,patch,mixed" },
     warmup: { type: "string", default: "3" },
+    prefill: { type: "string", default: "1000" },
     sealed: { type: "boolean", default: false },
     "no-key": { type: "boolean", default: false },
     profile: { type: "boolean", default: false },
@@ -78,6 +83,7 @@ const ROUNDS = Number(opts.rounds);
 const SECONDS = Number(opts.seconds);
 const WORKERS = Number(opts.workers);
 const WARMUP = Number(opts.warmup);
+const PREFILL = Number(opts.prefill);
 const PHASES = opts.phases.split(",");
 for (const p of PHASES) if (!["post", "patch", "mixed"].includes(p)) throw new Error(`unknown phase ${p}`);
 const STORES = opts.store === "both" ? ["postgres", "sqlite"] : [opts.store];
@@ -98,7 +104,7 @@ function builds() {
       throw new Error(`${full} holds no built dist/ (npm run build there)`);
     out.push({ label: path.basename(full), dir: full });
   }
-  if (!fs.existsSync(built.edgeServiceCli(ROOT))) throw new Error("this tree is not built: npm run build");
+  needBuild(ROOT);
   out.push({ label: "tree", dir: ROOT });
   if (opts.tls) out.push({ label: "tree+tls", dir: ROOT, tls: serverCertificate() });
   return out;
@@ -320,7 +326,8 @@ async function drive(t, phase, seconds, tag) {
 /** One measured phase of one server: requests by verb, CPU per request, load. */
 async function measure(t, phase, seconds, tag, cluster) {
   // PATCH alone (`--phases patch`): routes to change are made first, not measured.
-  if (phase === "patch" && t.routes.length < 1000) await seed(t, 1000 - t.routes.length, tag);
+  const pool = Math.max(PREFILL, 1);
+  if (phase === "patch" && t.routes.length < pool) await seed(t, pool - t.routes.length, tag);
   const load0 = os.loadavg()[0];
   const cpu0 = { server: cpuOf(t.server.pid), db: cluster ? clusterCpu(cluster) : 0 };
   const client0 = process.cpuUsage();
@@ -366,7 +373,7 @@ async function runStore(store, list) {
       });
       t.edgeId = edge.id;
       // Warm-up (JIT, the pool's connections, prepared statements, some routes); not measured.
-      await seed(t, 1000, "warm");
+      await seed(t, PREFILL, "warm");
       await drive(t, "mixed", WARMUP, "warm");
     }
     // Statistics for the planner, as a database in service has them: without, a statement
@@ -509,7 +516,7 @@ for (const store of STORES) {
 }
 results.machine.loadAtEnd = os.loadavg();
 results.finishedAt = new Date().toISOString();
-const out = opts.out ?? path.join(ROOT, "bench", "tmp", "write-path-ab.json");
+const out = opts.out ?? path.join(benchTmp(ROOT), "write-path-ab.json");
 fs.writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
 log(
   `load average at end ${results.machine.loadAtEnd.map((x) => x.toFixed(2)).join(" ")}; results in ${path.relative(ROOT, out)}`,

@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `pulumi-edge` command: `export` (commands/export: adopt a fleet made outside Pulumi),
- * `drift` (commands/drift: the drift check of many stacks) and `migrate-to-packaged`
- * (commands/migrate: a stack from the dynamic face to the packaged one). This file only
- * dispatches; each command parses and answers its own arguments.
+ * The `pulumi-edge` command: operators' tools built on the provider. Each command is a module
+ * under commands/<command>/ exporting its usage and its run; COMMANDS below is the one list of
+ * them, from which the usage (`--help`) and the dispatch follow. This file only dispatches; each
+ * command parses and answers its own arguments.
  */
 import { USAGE_EXIT, UsageError, usageExit } from "../sdk/command-line";
 import { errorMessage } from "../sdk/contract";
@@ -12,16 +12,17 @@ import { DRIFT_USAGE, runDrift } from "./drift/cli";
 import { EXPORT_USAGE, runExport } from "./export/cli";
 import { MIGRATE_USAGE, runMigrate } from "./migrate/command";
 
-const USAGE = [MIGRATE_USAGE, EXPORT_USAGE, DRIFT_USAGE]
-  .map((u, i) => (i === 0 ? u : u.replace(/^usage: /, "       ")))
+/** The commands by name, in the order `--help` lists them: each one's usage and what runs it. */
+const COMMANDS: Record<string, { usage: string; run: (argv: string[]) => Promise<number> }> = {
+  "migrate-to-packaged": { usage: MIGRATE_USAGE, run: runMigrate },
+  export: { usage: EXPORT_USAGE, run: runExport },
+  drift: { usage: DRIFT_USAGE, run: runDrift },
+};
+
+const USAGE = Object.values(COMMANDS)
+  .map(({ usage }, i) => (i === 0 ? usage : usage.replace(/^usage: /, "       ")))
   .concat("       pulumi-edge --help | --version")
   .join("\n");
-
-const COMMANDS: Record<string, (argv: string[]) => Promise<number>> = {
-  export: runExport,
-  drift: runDrift,
-  "migrate-to-packaged": runMigrate,
-};
 
 async function main([name, ...argv]: string[]): Promise<number> {
   if (name === "--help" || name === "-h") {
@@ -45,7 +46,7 @@ async function main([name, ...argv]: string[]): Promise<number> {
     );
   }
   try {
-    return await command(argv);
+    return await command.run(argv);
   } catch (e) {
     return usageExit(`pulumi-edge ${name}`, e);
   }

@@ -35,7 +35,10 @@ function method({ op, ref }) {
     opts.push("body");
   }
   if (op.query) {
-    params.push(`query?: QueryOptionsOf<typeof ${ref}>`);
+    // Optional only when the query may be empty: a required parameter is required here too (a call
+    // without it would compile and be answered 400).
+    const optional = op.query.safeParse({}).success;
+    params.push(`query${optional ? "?" : ""}: QueryOptionsOf<typeof ${ref}>`);
     opts.push("query");
   }
   if (op.idempotent) {
@@ -117,4 +120,4 @@ if (require.main === module) {
   );
 }
 
-module.exports = { render, OUT };
+module.exports = { method, render, OUT };

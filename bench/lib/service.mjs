@@ -16,11 +16,8 @@ import { log, median, perCallMicros, percentile, ratio, round } from "./stats.mj
 
 const require = createRequire(import.meta.url);
 const { EdgeClient } = require("../../dist/sdk/client/index.js");
-const {
-  embeddedTransport,
-  httpTransport,
-  closeEmbeddedStores,
-} = require("../../dist/sdk/transport/index.js");
+const { httpTransport } = require("../../dist/sdk/transport/index.js");
+const { embeddedTransport, closeEmbeddedStores } = require("../../dist/service/embedded.js");
 const { SqliteStore } = require("../../dist/service/store/store-sqlite.js");
 const { EdgeService } = require("../../dist/service/service.js");
 
@@ -186,7 +183,10 @@ async function openLoop(baseUrl, next, rate, seconds) {
     const due = start + (i * 1000) / rate;
     const wait = due - performance.now();
     if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
-    const from = Math.max(due, performance.now()); // within a timer tick early: counted from sending
+    // Late: counted from when it was due (a stall shows in every request behind it); early by up to
+    // a timer tick: counted from sending. `max` here counted a late one from sending, and an early
+    // one from a moment after it was sent (latencies below 0).
+    const from = Math.min(due, performance.now());
     const { method, path: p, body, base = baseUrl } = next();
     pending.push(
       new Promise((resolve, reject) => {

@@ -9,13 +9,7 @@ import { z } from "zod";
 import { type ProviderSettings, settingsFor } from "../../provider/config";
 import { fromExported, isSecretWrapper, reveal } from "../../provider/engine/secrets";
 import { STACK_ANCHOR } from "../../provider/identity";
-import {
-  LIFECYCLES,
-  type Location,
-  RESOURCE_KINDS,
-  type ResourceKind,
-  TYPE_NAMES,
-} from "../../provider/lifecycle";
+import { kindOfType, LIFECYCLES, type Location, type ResourceKind } from "../../provider/lifecycle";
 import { isProps, type Props } from "../../provider/model/check";
 import { readProject } from "../../provider/pulumi-files";
 
@@ -57,14 +51,13 @@ export function stateOf(exported: Deployment): { resources: StateResource[]; pen
 }
 
 const OUR_TYPE = new RegExp(`^(?:pulumi-nodejs:dynamic/edge|edge:index):(\\w+)$`);
-const KIND_OF: ReadonlyMap<string, ResourceKind> = new Map(RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]));
 
 /** Ours (a kind), bookkeeping (the engine's or ours, nothing to judge), or another provider's. */
 export function classify(r: StateResource): ResourceKind | "skip" | "foreign" {
   if (r.type === "pulumi:pulumi:Stack" || r.type.startsWith("pulumi:providers:")) return "skip";
   const name = OUR_TYPE.exec(r.type)?.[1];
   if (name === STACK_ANCHOR) return "skip";
-  const kind = name === undefined ? undefined : KIND_OF.get(name);
+  const kind = name === undefined ? undefined : kindOfType(name);
   if (kind) return r.external ? "skip" : kind; // a lookup (`get`) is read, never drift, never held
   return r.custom === false ? "skip" : "foreign"; // components hold nothing to refresh
 }

@@ -6,7 +6,7 @@
  * from a stack export.
  */
 import { STACK_ANCHOR } from "../../provider/identity";
-import { RESOURCE_KINDS, type ResourceKind, TYPE_NAMES } from "../../provider/lifecycle";
+import { kindOfType, type ResourceKind } from "../../provider/lifecycle";
 
 /** What `pulumi stack export` holds of a resource (the fields used here). */
 export interface ExportedResource {
@@ -36,9 +36,6 @@ export interface MigrationPlan {
 }
 
 const DYNAMIC_TYPE = /^pulumi-nodejs:dynamic\/edge:(\w+)$/;
-const KIND_OF_NAME: ReadonlyMap<string, ResourceKind> = new Map(
-  RESOURCE_KINDS.map((k) => [TYPE_NAMES[k], k]),
-);
 
 /** The packaged import id of a dynamic resource: a route's says its edge too. */
 function importId(kind: ResourceKind, r: ExportedResource): string {
@@ -58,7 +55,7 @@ export function migrationPlan(resources: readonly ExportedResource[], version: s
     // The dynamic resources' anchor (provider/identity) goes with them: the packaged provider
     // keeps an anchor of its own.
     if (name === STACK_ANCHOR) forget.unshift(r.urn);
-    const kind = name ? KIND_OF_NAME.get(name) : undefined;
+    const kind = name ? kindOfType(name) : undefined;
     if (!kind) continue;
     forget.unshift(r.urn); // state order is dependencies first: forget in reverse
     const parent = r.parent && !r.parent.includes("::pulumi:pulumi:Stack::") ? r.parent : undefined;

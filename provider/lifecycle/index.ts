@@ -21,14 +21,6 @@ export const LIFECYCLES: { [K in ResourceKind]: Lifecycle<Inputs<K>, Outputs<K>,
   tlsEdgeIpRestriction: tlsIpRestrictionLifecycle,
 };
 
-/** Pulumi type names, as both faces register them (`edge:index:<name>` / `edge:<name>`). */
-export const TYPE_NAMES: Record<ResourceKind, string> = {
-  httpsEdge: "HttpsEdge",
-  tlsEdge: "TlsEdge",
-  httpsEdgeRoute: "HttpsEdgeRoute",
-  tlsEdgeIpRestriction: "TlsEdgeIpRestriction",
-};
-
 export type { Lifecycle, Location, OperationContext, ResourceLog } from "./types";
 export type { Inputs, Outputs, ResourceKind } from "../model";
-export { RESOURCE_KINDS } from "../model";
+export { kindOfType, RESOURCE_KINDS, TYPE_NAMES } from "../model";

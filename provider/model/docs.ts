@@ -7,8 +7,9 @@
  * generated provider/resources/args.ts and provider/resources/outputs.ts (`npm run generate`).
  */
 
-/** The four resource types, by their schema name (`edge:index:<Type>`) and class name. */
-export type ResourceType = "HttpsEdge" | "TlsEdge" | "HttpsEdgeRoute" | "TlsEdgeIpRestriction";
+import type { ResourceType } from "./kinds";
+
+export type { ResourceType };
 
 /** A resource's own text, and its properties' that are not wire fields of its request. */
 export interface ResourceDocs {

@@ -4,6 +4,7 @@
  * canonical inputs) and `fromResponse` (API response → outputs). No I/O, no Pulumi.
  */
 import type { Checked } from "./check";
+import type { ResourceKind } from "./kinds";
 import { checkEdge } from "./edge";
 import { type LeafPath, ROUTE_SECRET_LEAVES } from "./leaves";
 import { checkRoute } from "./route";
@@ -20,7 +21,7 @@ import type {
   TlsIpRestrictionOutputs,
 } from "./types";
 
-/** Per resource type: Pulumi's inputs and outputs (camelCase), and the brain's value (the wire's). */
+/** Per resource kind (./kinds): Pulumi's inputs and outputs (camelCase), and the brain's value (the wire's). */
 export interface ResourceTypes {
   httpsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; config: EdgeConfig };
   tlsEdge: { inputs: EdgeInputs; outputs: EdgeOutputs; config: EdgeConfig };
@@ -31,7 +32,7 @@ export interface ResourceTypes {
     config: TlsIpRestrictionConfig;
   };
 }
-export type ResourceKind = keyof ResourceTypes;
+export type { ResourceKind };
 export type Inputs<R extends ResourceKind> = ResourceTypes[R]["inputs"];
 export type Outputs<R extends ResourceKind> = ResourceTypes[R]["outputs"];
 export type Config<R extends ResourceKind> = ResourceTypes[R]["config"];
@@ -43,8 +44,7 @@ const CHECKS: { [R in ResourceKind]: (news: unknown, olds?: unknown) => Checked<
   tlsEdgeIpRestriction: checkTlsIpRestriction,
 };
 
-const isResourceKind = (name: string): name is ResourceKind => Object.hasOwn(CHECKS, name);
-export const RESOURCE_KINDS: readonly ResourceKind[] = Object.keys(CHECKS).filter(isResourceKind);
+export { kindOfType, RESOURCE_KINDS, type ResourceType, TYPE_NAMES } from "./kinds";
 
 /** Per resource type, its secret leaves (./leaves): kept secret in inputs and outputs on both faces. */
 export const SECRET_LEAVES: { [R in ResourceKind]: readonly LeafPath[] } = {

@@ -36,15 +36,12 @@ import type { CheckFailure, Checked } from "../model/check";
 import type { Plan } from "../plan/types";
 import { isProps } from "../model/check";
 import { engineFailures } from "../model/failures";
-import { SECRET_LEAVES } from "../model";
+import { kindOfType, SECRET_LEAVES } from "../model";
 import { writtenInputs } from "../model/written";
 import type { PropertyChange } from "../plan/detail";
 import { conceal, concealLeaves, isSecretWrapper, keepSecretsOf, reveal } from "../engine/secrets";
 import { buildSchema, PACKAGE, PROVIDER_CONFIG } from "./schema";
 
-const KINDS: ReadonlyMap<string, ResourceKind> = new Map(
-  RESOURCE_KINDS.map((kind) => [`${PACKAGE}:index:${TYPE_NAMES[kind]}`, kind]),
-);
 /** One kind's lifecycle as the plugin calls it: the engine's values in, untyped until the lifecycle. */
 interface KindHandler {
   check(news: unknown, olds: unknown): Checked<unknown>;
@@ -92,10 +89,11 @@ const HANDLERS: ReadonlyMap<ResourceKind, KindHandler> = new Map(
 /** `urn:pulumi:<stack>::<project>::<parent types $>edge:index:HttpsEdgeRoute::<name>` → its kind. */
 function kindOf(urn: string): ResourceKind {
   const type = urn.split("::")[2]?.split("$").pop() ?? "";
-  const kind = KINDS.get(type);
+  const prefix = `${PACKAGE}:index:`;
+  const kind = type.startsWith(prefix) ? kindOfType(type.slice(prefix.length)) : undefined;
   if (!kind)
     throw new Error(
-      `the edge provider has no resource type ${type} (it has ${[...KINDS.keys()].join(", ")})`,
+      `the edge provider has no resource type ${type} (it has ${RESOURCE_KINDS.map((k) => prefix + TYPE_NAMES[k]).join(", ")})`,
     );
   return kind;
 }

@@ -10,13 +10,12 @@ export type EdgeArgs = HttpsEdgeArgs & TlsEdgeArgs;
 abstract class Edge extends EdgeDynamicResource {
   protected constructor(
     kind: "httpsEdge" | "tlsEdge",
-    type: string,
     name: string,
     args: EdgeArgs,
     opts?: pulumi.CustomResourceOptions,
   ) {
     const props = { description: undefined, metadata: undefined, hostports: undefined, ...args };
-    super(kind, type, name, { ...props, uri: undefined, createdAt: undefined }, opts);
+    super(kind, name, { ...props, uri: undefined, createdAt: undefined }, opts);
   }
 }
 
@@ -31,7 +30,7 @@ export interface HttpsEdge extends HttpsEdgeOutputs {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class HttpsEdge extends Edge {
   constructor(name: string, args: HttpsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
-    super("httpsEdge", "HttpsEdge", name, args, opts);
+    super("httpsEdge", name, args, opts);
   }
 
   /** Looks up an existing HTTPS edge by id (read-only in this stack). */
@@ -49,7 +48,7 @@ export interface TlsEdge extends TlsEdgeOutputs {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class TlsEdge extends Edge {
   constructor(name: string, args: TlsEdgeArgs = {}, opts?: pulumi.CustomResourceOptions) {
-    super("tlsEdge", "TlsEdge", name, args, opts);
+    super("tlsEdge", name, args, opts);
   }
 
   /** Looks up an existing TLS edge by id (read-only in this stack). */

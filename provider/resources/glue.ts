@@ -24,6 +24,7 @@
 import * as pulumi from "@pulumi/pulumi";
 import { checkSettings, plaintextKeyProblem, settingsFor } from "../config";
 import { ANCHOR_KEY, ORGANIZATION_KEY, PLACE_KEY, STACK_ANCHOR, STACK_ANCHOR_NAME } from "../identity";
+import { TYPE_NAMES } from "../model/kinds";
 import type { ProviderKind } from "../runtime";
 import { checkedInputs } from "./program-checks";
 
@@ -146,12 +147,12 @@ function checkStackConfig(): void {
 export abstract class EdgeDynamicResource extends pulumi.CustomResource {
   protected constructor(
     kind: ProviderKind,
-    type: string,
     name: string,
     props: pulumi.Inputs,
     opts: pulumi.CustomResourceOptions = {},
   ) {
     checkStackConfig();
+    const type = TYPE_NAMES[kind];
     const token = `pulumi-nodejs:dynamic/edge:${type}`;
     super(
       token,

@@ -30,7 +30,7 @@ export class HttpsEdgeRoute extends EdgeDynamicResource {
     // marked here too, so that the engine never shows one (it prints inputs in check failures). A
     // module given as an Output is marked whole: its leaves cannot be reached before it resolves.
     const marked = mapLeaves(props, ROUTE_SECRET_LEAVES, (v) => pulumi.secret(v), plain);
-    super("httpsEdgeRoute", "HttpsEdgeRoute", name, marked, opts);
+    super("httpsEdgeRoute", name, marked, opts);
   }
 
   /** Looks up an existing route by id (read-only in this stack). */

@@ -14,7 +14,7 @@ export interface TlsEdgeIpRestriction extends TlsEdgeIpRestrictionOutputs {}
 // eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
 export class TlsEdgeIpRestriction extends EdgeDynamicResource {
   constructor(name: string, args: TlsEdgeIpRestrictionArgs, opts?: pulumi.CustomResourceOptions) {
-    super("tlsEdgeIpRestriction", "TlsEdgeIpRestriction", name, { enabled: undefined, ...args }, opts);
+    super("tlsEdgeIpRestriction", name, { enabled: undefined, ...args }, opts);
   }
 
   /** Looks up the IP restriction module of a TLS edge (its id is the edge's id). */

@@ -103,9 +103,18 @@ export type QueryOf<O extends Pick<Operation, "query">> = O["query"] extends z.Z
 export type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S;
 export const camel = (wire: string) => wire.replace(/_([a-z])/g, (_m, ch: string) => ch.toUpperCase());
 
-/** What a caller gives for a query schema's parameters: each optional, camelCase, its typed value. */
+/** The keys of `T` that may not be left out. */
+type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
+
+/**
+ * What a caller gives for a query schema's parameters, camelCase, each its typed value: required
+ * where the query string must have it (the input side of the schema requires it: without it the
+ * service answers 400), optional otherwise (optional or defaulted).
+ */
 export type QueryOptions<Q extends z.ZodObject> = {
-  [K in keyof z.output<Q> & string as Camel<K>]?: z.output<Q>[K];
+  [K in keyof z.output<Q> & string as K extends RequiredKeys<z.input<Q>> ? Camel<K> : never]: z.output<Q>[K];
+} & {
+  [K in keyof z.output<Q> & string as K extends RequiredKeys<z.input<Q>> ? never : Camel<K>]?: z.output<Q>[K];
 };
 /** The query options of `O` (none for an operation that takes no query). */
 export type QueryOptionsOf<O extends Pick<Operation, "query">> = O["query"] extends z.ZodObject

@@ -1,20 +1,8 @@
 #!/usr/bin/env node
 /**
- * edge-service serve [--port 8080] [--host 127.0.0.1]
- *                    [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
- *                    [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
- *                    [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
- *                    [--log-format text|json] [--shutdown-grace 10s] [--audit-retention 90d]
- *                    [--database-deadline 5s] [--handshake-timeout 10s] [--headers-timeout 10s]
- *                    [--request-timeout 30s] [--max-connections 1000] [--max-handshakes 256]
- *                    [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE] | env EDGE_TLS_*]
- * edge-service request METHOD PATH [--body JSON] [--data DIR | --url URL [--api-key KEY]]
- * edge-service migrate --from DIR --to postgres://...
- * edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
- *                             [--data DIR | --database postgres://...] [--force]
- * edge-service keys create NAME --scope read|write|admin | keys list [--json] | keys revoke NAME
- *                             [--data DIR | --database postgres://...]
- * edge-service --help | --version
+ * The `edge-service` command: the bundled service and its operators' tools on the store.
+ * COMMANDS below is the one list of its commands, each with its usage and what runs it; `--help`
+ * prints every usage, in its order.
  */
 import { existsSync } from "node:fs";
 import { constants } from "node:os";
@@ -40,72 +28,6 @@ import { httpTransport } from "../../sdk/transport";
 import { embeddedTransport } from "../embedded";
 import { VERSION } from "../../sdk/version";
 import { type ParsedCommandLine, parseCommandLine, USAGE_EXIT, usageExit } from "../../sdk/command-line";
-
-const USAGE = `usage: edge-service serve [--port 8080] [--host 127.0.0.1]
-                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
-                          [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
-                          [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
-                          [--log-format text|json] [--drain 5s] [--shutdown-grace 10s]
-                          [--audit-retention 90d] [--database-deadline 5s]
-                          [--handshake-timeout 10s] [--headers-timeout 10s] [--request-timeout 30s]
-                          [--max-connections 1000] [--max-handshakes 256]
-                          [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]
-                           | env EDGE_TLS_CERT, EDGE_TLS_KEY, EDGE_TLS_CLIENT_CA]
-         (--database: the PostgreSQL store; run several replicas on one database behind a load
-          balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
-          32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
-          --secrets-key-file (or comma-separate EDGE_SECRETS_KEY) for a key ring: each key opens
-          what it sealed, new values are sealed under the store's current key; --log-format
-          json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
-          long GET /audit_events keeps each change, 30s..999999d, pruned in the background;
-          --database-deadline: how long a database call may take (PostgreSQL), then its request
-          is answered 503 with Retry-After and nothing it began commits; --handshake-timeout,
-          --headers-timeout (from the connection's start for its first request),
-          --request-timeout (from a request's first byte to its answer's last): a connection
-          that takes longer is closed; --max-connections: open at once, more are closed at
-          once; --max-handshakes: TLS handshakes under way, one more closes the oldest. GET
-          /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
-          SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
-          connections open for --drain (5s: a load balancer may be sending on one; 0 closes
-          them at once), let in-flight requests finish until --shutdown-grace after the signal
-          (10s, 1.5s, 500ms; the drain runs inside it), then cut the connections still open,
-          close the store and exit 0; a second signal cuts them at once. --tls-cert, --tls-key:
-          serve HTTPS (TLS 1.2 or later) with this certificate (PEM, its chain after it) and its
-          unencrypted key; both are loaded again when a file changes, and on SIGHUP, with no
-          restart: new connections get the new certificate, open ones keep theirs; files that
-          cannot be served leave the old one serving, said in the log and in /readyz's detail.
-          --tls-client-ca: mutual TLS, every request but the probes needs a client certificate
-          one of these CAs signed. Without TLS on an address other than loopback, the log warns
-          that keys cross the network in clear)
-       edge-service request METHOD PATH [--body JSON]
-                          [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
-         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status;
-          an https:// URL trusts the system's CAs and EDGE_CA_CERTIFICATE, and presents
-          EDGE_CLIENT_CERTIFICATE with EDGE_CLIENT_KEY: PEM text or a file's path each)
-       edge-service migrate --from DIR --to postgres://...
-         (copies a SQLite data directory, its audit trail included, into an empty PostgreSQL
-          database, in one transaction; sealed secrets are copied as they are: give the key with
-          EDGE_SECRETS_KEY or --secrets-key-file)
-       edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
-                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
-                          [--force]
-         (re-seals every secret, sealed or not yet, under the key of NEW in one transaction, makes
-          NEW the key every server seals under, then erases the old values' bytes (SQLite: VACUUM;
-          PostgreSQL: VACUUM of the tables); refuses, changing nothing, when the old keys do not
-          open one, or while a live server lacks NEW (it would answer 503 and be not ready until
-          restarted with it), naming each; --force rotates anyway. Give every server NEW as an
-          extra --secrets-key-file first, then rotate, then drop OLD; a store left with values
-          under two keys is repaired by giving both as --from-key-file)
-       edge-service keys create NAME --scope read|write|admin
-       edge-service keys list [--json]
-       edge-service keys revoke NAME
-                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
-         (named API keys, on the store itself: in force on every replica within a second, no
-          restart; no secrets key needed. The first key turns authentication on: from then on
-          every request needs a valid key, a stack's too. read: the GETs (drift checks, metrics); write: every operation; admin: the
-          same, and these commands. create prints the key once, on stdout; only its SHA-256 is
-          stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)
-       edge-service --help | --version`;
 
 /** Copies every row of a SQLite data directory (the audit trail's too) into an empty PostgreSQL database. */
 async function migrate(from: string | undefined, to: string | undefined, secrets: Secrets): Promise<number> {
@@ -464,42 +386,125 @@ function tlsFilesOf(values: Values): TlsFiles | undefined {
   return { certFile, keyFile, clientCaFile };
 }
 
-/** The commands by name, each refusing positionals it does not take (the usage is printed). */
-const COMMANDS: Record<string, Command> = {
-  serve: async (args, values) => (args.length > 0 ? usage() : serve(values)),
-  request: async (args, values) => {
-    const [method, path] = args;
-    if (method === undefined || path === undefined || args.length > 2) return usage();
-    return request(method, path, {
-      body: values.body,
-      data: values.data,
-      url: values.url,
-      apiKey: apiKeyOf(values),
-      secretsKeyFile: values["secrets-key-file"],
-    });
+/**
+ * The commands by name: each one's usage (its lines of `--help`, the first without its "usage: ")
+ * and what runs it, refusing positionals it does not take (the usage is printed). The one list of
+ * the commands: the usage, the dispatch and the docs' mentions follow from it.
+ */
+const COMMANDS: Record<string, { usage: string; run: Command }> = {
+  serve: {
+    usage: `edge-service serve [--port 8080] [--host 127.0.0.1]
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+                          [--api-key KEY | env EDGE_API_KEY] [--rate-limit N/min]
+                          [--pool-size 10] [--secrets-key-file PATH ... | env EDGE_SECRETS_KEY]
+                          [--log-format text|json] [--drain 5s] [--shutdown-grace 10s]
+                          [--audit-retention 90d] [--database-deadline 5s]
+                          [--handshake-timeout 10s] [--headers-timeout 10s] [--request-timeout 30s]
+                          [--max-connections 1000] [--max-handshakes 256]
+                          [--tls-cert FILE --tls-key FILE [--tls-client-ca FILE]
+                           | env EDGE_TLS_CERT, EDGE_TLS_KEY, EDGE_TLS_CLIENT_CA]
+         (--database: the PostgreSQL store; run several replicas on one database behind a load
+          balancer; --pool-size: connections of this replica's pool; the secrets key, base64 of
+          32 bytes, seals secrets at rest: without one they are stored unsealed; repeat
+          --secrets-key-file (or comma-separate EDGE_SECRETS_KEY) for a key ring: each key opens
+          what it sealed, new values are sealed under the store's current key; --log-format
+          json: one JSON object per request on stderr, for log pipelines; --audit-retention: how
+          long GET /audit_events keeps each change, 30s..999999d, pruned in the background;
+          --database-deadline: how long a database call may take (PostgreSQL), then its request
+          is answered 503 with Retry-After and nothing it began commits; --handshake-timeout,
+          --headers-timeout (from the connection's start for its first request),
+          --request-timeout (from a request's first byte to its answer's last): a connection
+          that takes longer is closed; --max-connections: open at once, more are closed at
+          once; --max-handshakes: TLS handshakes under way, one more closes the oldest. GET
+          /healthz and /readyz answer without a key; GET /metrics, Prometheus' format, with the key.
+          SIGTERM/SIGINT: stop accepting, answer with "Connection: close", keep idle keep-alive
+          connections open for --drain (5s: a load balancer may be sending on one; 0 closes
+          them at once), let in-flight requests finish until --shutdown-grace after the signal
+          (10s, 1.5s, 500ms; the drain runs inside it), then cut the connections still open,
+          close the store and exit 0; a second signal cuts them at once. --tls-cert, --tls-key:
+          serve HTTPS (TLS 1.2 or later) with this certificate (PEM, its chain after it) and its
+          unencrypted key; both are loaded again when a file changes, and on SIGHUP, with no
+          restart: new connections get the new certificate, open ones keep theirs; files that
+          cannot be served leave the old one serving, said in the log and in /readyz's detail.
+          --tls-client-ca: mutual TLS, every request but the probes needs a client certificate
+          one of these CAs signed. Without TLS on an address other than loopback, the log warns
+          that keys cross the network in clear)`,
+    run: async (args, values) => (args.length > 0 ? usage() : serve(values)),
   },
-  migrate: async (args, values) =>
-    args.length > 0
-      ? usage()
-      : migrate(values.from, values.to, new Secrets(secretsKeyFrom(values["secrets-key-file"]))),
-  secrets: async (args, values) =>
-    args.length !== 1 || args[0] !== "rotate"
-      ? usage()
-      : rotate({
-          fromKeyFiles: values["from-key-file"],
-          toKeyFile: values["to-key-file"],
-          dataDir: values.data,
-          databaseUrl: databaseUrlOf(values),
-          force: values.force,
-        }),
-  keys: (args, values) =>
-    keys(args, {
-      scope: values.scope,
-      json: values.json,
-      dataDir: values.data,
-      databaseUrl: databaseUrlOf(values),
-    }),
+  request: {
+    usage: `edge-service request METHOD PATH [--body JSON]
+                          [--data ./.edge-service | --url URL [--api-key KEY | env EDGE_API_KEY]]
+         (one API call, e.g. "request GET /edges/https"; prints the JSON answer, exits 1 on an error status;
+          an https:// URL trusts the system's CAs and EDGE_CA_CERTIFICATE, and presents
+          EDGE_CLIENT_CERTIFICATE with EDGE_CLIENT_KEY: PEM text or a file's path each)`,
+    run: async (args, values) => {
+      const [method, path] = args;
+      if (method === undefined || path === undefined || args.length > 2) return usage();
+      return request(method, path, {
+        body: values.body,
+        data: values.data,
+        url: values.url,
+        apiKey: apiKeyOf(values),
+        secretsKeyFile: values["secrets-key-file"],
+      });
+    },
+  },
+  migrate: {
+    usage: `edge-service migrate --from DIR --to postgres://...
+         (copies a SQLite data directory, its audit trail included, into an empty PostgreSQL
+          database, in one transaction; sealed secrets are copied as they are: give the key with
+          EDGE_SECRETS_KEY or --secrets-key-file)`,
+    run: async (args, values) =>
+      args.length > 0
+        ? usage()
+        : migrate(values.from, values.to, new Secrets(secretsKeyFrom(values["secrets-key-file"]))),
+  },
+  secrets: {
+    usage: `edge-service secrets rotate --to-key-file NEW [--from-key-file OLD ... | env EDGE_SECRETS_KEY]
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+                          [--force]
+         (re-seals every secret, sealed or not yet, under the key of NEW in one transaction, makes
+          NEW the key every server seals under, then erases the old values' bytes (SQLite: VACUUM;
+          PostgreSQL: VACUUM of the tables); refuses, changing nothing, when the old keys do not
+          open one, or while a live server lacks NEW (it would answer 503 and be not ready until
+          restarted with it), naming each; --force rotates anyway. Give every server NEW as an
+          extra --secrets-key-file first, then rotate, then drop OLD; a store left with values
+          under two keys is repaired by giving both as --from-key-file)`,
+    run: async (args, values) =>
+      args.length !== 1 || args[0] !== "rotate"
+        ? usage()
+        : rotate({
+            fromKeyFiles: values["from-key-file"],
+            toKeyFile: values["to-key-file"],
+            dataDir: values.data,
+            databaseUrl: databaseUrlOf(values),
+            force: values.force,
+          }),
+  },
+  keys: {
+    usage: `edge-service keys create NAME --scope read|write|admin
+       edge-service keys list [--json]
+       edge-service keys revoke NAME
+                          [--data ./.edge-service | --database postgres://... | env EDGE_DATABASE_URL]
+         (named API keys, on the store itself: in force on every replica within a second, no
+          restart; no secrets key needed. The first key turns authentication on: from then on
+          every request needs a valid key, a stack's too. read: the GETs (drift checks, metrics); write: every operation; admin: the
+          same, and these commands. create prints the key once, on stdout; only its SHA-256 is
+          stored. A revoked key's name is never reused. --api-key stays the admin "bootstrap" key)`,
+    run: (args, values) =>
+      keys(args, {
+        scope: values.scope,
+        json: values.json,
+        dataDir: values.data,
+        databaseUrl: databaseUrlOf(values),
+      }),
+  },
 };
+
+/** The whole usage: every command's, in COMMANDS' order. */
+const USAGE = [...Object.values(COMMANDS).map((c) => c.usage), "edge-service --help | --version"]
+  .map((u, i) => (i === 0 ? `usage: ${u}` : `       ${u}`))
+  .join("\n");
 
 /** No such command, or positionals it does not take: the whole usage, where a script's log shows it. */
 function usage(): number {
@@ -519,7 +524,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const [name, ...args] = positionals;
   const command = name === undefined ? undefined : COMMANDS[name];
-  return command ? command(args, values) : usage();
+  return command ? command.run(args, values) : usage();
 }
 
 /** `serve`'s options, each checked, with what to give instead. */

@@ -5,7 +5,9 @@
  * no signature hides it and tests make their own instead of resetting modules. The compiler's
  * parser lists every top-level `let`/`var`, every top-level `const` holding a container or an
  * object made with `new` (unless its type says it is read-only), every top-level array or object
- * literal the file mutates, and every patch of a prototype; each must be in ALLOWED with its reason.
+ * literal the file mutates, every top-level `const` set by a call that makes state (a buffer, or a
+ * function of the scanned code that returns a container or a closure over one: `once`'s memo), and
+ * every patch of a prototype; each must be in ALLOWED with its reason.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join, relative } from "node:path";
@@ -44,6 +46,13 @@ const ALLOWED = new Map<string, string>([
   ],
   ["service/http/operation-routes.ts: COUNTS", "keyed by the request object, dropped with it"],
   ["service/ids.ts: poolOffset", "where the next identifier's random bytes start in a pool of random bytes"],
+  [
+    "service/ids.ts: pool",
+    "random bytes drawn for identifiers, refilled when used up: no byte is given twice",
+  ],
+  ["service/store/statements.ts: tableRows", "statement texts built once per table (a `once` memo)"],
+  ["service/store/statements.ts: anyRow", "statement texts built once per table (a `once` memo)"],
+  ["service/store/statements.ts: continueSequence", "statement texts built once per table (a `once` memo)"],
   ["service/store/statements.ts: inserts", "statement texts built once per table"],
   ["service/store/statements.ts: withEvents", "statement texts built once per table"],
   ["service/store/statements.ts: auditLists", "statement texts built once per filter combination"],
@@ -123,10 +132,80 @@ function mutatedNames(source: ts.SourceFile): Set<string> {
   return names;
 }
 
-/** `file: name` for each piece of module-level mutable state of `text`. */
-export function moduleState(file: string, text: string): string[] {
+/** Calls that make a buffer or container the caller may then write, as `new` does. */
+const MAKES_CONTAINER = /^Buffer\.(alloc|allocUnsafe|allocUnsafeSlow)$/;
+
+/** Whether `e` makes a container that holds state: `new X` (X not stateless) or a call in MAKES_CONTAINER. */
+function makesContainer(e: ts.Expression, source: ts.SourceFile): boolean {
+  const x = unwrap(e);
+  if (ts.isNewExpression(x)) return !STATELESS.has(x.expression.getText(source));
+  return ts.isCallExpression(x) && MAKES_CONTAINER.test(x.expression.getText(source));
+}
+
+/** The function a top-level statement declares, with its name: `function f() {}`, `const f = () => …`. */
+function declaredFunction(st: ts.Statement): { name: string; fn: ts.FunctionLikeDeclaration } | undefined {
+  if (ts.isFunctionDeclaration(st) && st.name && st.body) return { name: st.name.text, fn: st };
+  if (!ts.isVariableStatement(st)) return undefined;
+  const [d] = st.declarationList.declarations;
+  const init = d?.initializer && unwrap(d.initializer);
+  if (d && ts.isIdentifier(d.name) && init && (ts.isArrowFunction(init) || ts.isFunctionExpression(init)))
+    return { name: d.name.text, fn: init };
+  return undefined;
+}
+
+/**
+ * Whether a call of `fn` makes state its caller then holds: it returns a container it made, or a
+ * closure over a `let` or a container of its own (`once`'s memo: a Map its returned function
+ * fills). A module-level const set to such a call is module state as much as a `new Map()` is.
+ */
+function makesState(fn: ts.FunctionLikeDeclaration, source: ts.SourceFile): boolean {
+  const body = fn.body;
+  if (!body) return false;
+  if (!ts.isBlock(body)) return makesContainer(body, source);
+  const held = new Set<string>();
+  for (const st of body.statements) {
+    if (!ts.isVariableStatement(st)) continue;
+    const constant = (st.declarationList.flags & ts.NodeFlags.Const) !== 0;
+    for (const d of st.declarationList.declarations)
+      if (ts.isIdentifier(d.name) && (!constant || (d.initializer && makesContainer(d.initializer, source))))
+        held.add(d.name.text);
+  }
+  let makes = false;
+  const visit = (n: ts.Node): void => {
+    if (ts.isReturnStatement(n) && n.expression) {
+      const r = unwrap(n.expression);
+      const closure = ts.isArrowFunction(r) || ts.isFunctionExpression(r);
+      if (makesContainer(r, source) || (closure && held.size > 0) || (ts.isIdentifier(r) && held.has(r.text)))
+        makes = true;
+    }
+    // A nested function's own returns are not this function's.
+    if (!ts.isFunctionLike(n)) ts.forEachChild(n, visit);
+  };
+  ts.forEachChild(body, visit);
+  return makes;
+}
+
+/** The functions of `source` whose calls make state (see makesState), by name. */
+export function stateMakers(source: ts.SourceFile): Set<string> {
+  const names = new Set<string>();
+  for (const st of source.statements) {
+    const f = declaredFunction(st);
+    if (f && makesState(f.fn, source)) names.add(f.name);
+  }
+  return names;
+}
+
+/**
+ * `file: name` for each piece of module-level mutable state of `text`. `makers`: the names of
+ * functions of other files whose calls make state (stateMakers), besides this file's own.
+ */
+export function moduleState(file: string, text: string, makers: ReadonlySet<string> = new Set()): string[] {
   const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
   const mutated = mutatedNames(source);
+  const makesStateHere = new Set([...makers, ...stateMakers(source)]);
+  /** A call of a function that makes state, a type argument or two aside (`once<K, V>(…)`). */
+  const callMakesState = (e: ts.Expression): boolean =>
+    ts.isCallExpression(e) && ts.isIdentifier(e.expression) && makesStateHere.has(e.expression.text);
   const found: string[] = [];
   // A patch of a shared prototype is process-wide state whatever scope writes it.
   const visit = (n: ts.Node): void => {
@@ -151,7 +230,7 @@ export function moduleState(file: string, text: string): string[] {
       const held =
         !constant ||
         (init !== undefined &&
-          ((ts.isNewExpression(init) && !STATELESS.has(init.expression.getText(source)) && !readOnlyType) ||
+          (((makesContainer(init, source) || callMakesState(init)) && !readOnlyType) ||
             ((ts.isArrayLiteralExpression(init) || ts.isObjectLiteralExpression(init)) &&
               names.some((n) => mutated.has(n)))));
       if (held) found.push(...names.map((n) => `${file}: ${n}`));
@@ -162,9 +241,17 @@ export function moduleState(file: string, text: string): string[] {
 
 test("no module-level mutable state but the allowed, each with its reason", () => {
   const all = [...FOLDERS.flatMap((f) => files(join(ROOT, f))), join(ROOT, "index.ts")];
-  const found = all.flatMap((path) =>
-    moduleState(relative(ROOT, path).split("\\").join("/"), readFileSync(path, "utf8")),
+  const texts = all.map((path) => ({
+    file: relative(ROOT, path).split("\\").join("/"),
+    text: readFileSync(path, "utf8"),
+  }));
+  // Functions whose calls make state, by name, wherever they are declared (one may be imported).
+  const makers = new Set(
+    texts.flatMap(({ file, text }) => [
+      ...stateMakers(ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true)),
+    ]),
   );
+  const found = texts.flatMap(({ file, text }) => moduleState(file, text, makers));
   // A new one: move it into the object its process makes (ProviderProcess, a command's engine),
   // or, for a cache that cannot change behaviour, add it to ALLOWED with why.
   expect(found.filter((f) => !ALLOWED.has(f))).toEqual([]);
@@ -172,7 +259,7 @@ test("no module-level mutable state but the allowed, each with its reason", () =
   expect([...ALLOWED.keys()].filter((a) => !found.includes(a))).toEqual([]);
 });
 
-test("the check finds a let, a container, a mutated literal, and passes what cannot change", () => {
+test("the check finds a let, a container, a mutated literal, state a call made, and passes what cannot change", () => {
   const text = [
     "let count = 0;",
     "var old = 1;",
@@ -187,13 +274,22 @@ test("the check finds a let, a container, a mutated literal, and passes what can
     "const NAMES = ['a', 'b'];",
     "export const used = NAMES.map((n) => TABLE.a + n).join();",
     "export function patch() { Thing.prototype.run = () => 1; }",
+    "const bytes = Buffer.alloc(16);",
+    "function once<K, V>(make: (k: K) => V) { const made = new Map<K, V>(); return (k: K) => made.get(k) ?? make(k); }",
+    "const memo = once((k: string) => k + '!');",
+    "const counter = counterOf(0);",
+    "function render(n: number) { const parts = new Map(); parts.set(n, 'x'); return [...parts.values()].join(); }",
+    "export const TEXT = render(1);",
   ].join("\n");
-  expect(moduleState("x.ts", text)).toEqual([
+  expect(moduleState("x.ts", text, new Set(["counterOf"]))).toEqual([
     "x.ts: Thing.prototype.run",
     "x.ts: count",
     "x.ts: old",
     "x.ts: seen",
     "x.ts: grown",
     "x.ts: state",
+    "x.ts: bytes",
+    "x.ts: memo",
+    "x.ts: counter",
   ]);
 });

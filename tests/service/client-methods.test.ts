@@ -6,7 +6,15 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { ALL_OPERATIONS, camel, OPERATIONS } from "../../sdk/contract";
+import { z } from "zod";
+import {
+  ALL_OPERATIONS,
+  camel,
+  type Operation,
+  OPERATIONS,
+  type QueryOptionsOf,
+  queryString,
+} from "../../sdk/contract";
 import { EdgeClient } from "../../sdk/client";
 
 const ROOT = join(__dirname, "../..");
@@ -40,4 +48,37 @@ test("every operation the client calls is one the app serves (ALL_OPERATIONS wal
   });
   expect(called.length).toBeGreaterThan(20);
   for (const op of called) expect(ALL_OPERATIONS).toContain(op);
+});
+
+test("a required query parameter is required in the client's options and method, an optional one optional", () => {
+  const op = {
+    id: "count_routes",
+    method: "GET",
+    path: "/edges/https/{edge_id}/route_count",
+    summary: "Count an edge's routes",
+    tag: "Routes",
+    query: z.strictObject({
+      match_type: z.enum(["exact", "path_prefix"]),
+      limit: z.coerce.number().int().optional(),
+      before_id: z.string().default(""),
+    }),
+    success: { status: 204 },
+    errors: [404],
+  } as const satisfies Operation;
+  type Options = QueryOptionsOf<typeof op>;
+  // @ts-expect-error: matchType is required (tsc checks this file: npm run lint, npm test's pretest)
+  const without: Options = { limit: 2 };
+  const given: Options = { matchType: "path_prefix" };
+  expect(queryString(op, { ...without, ...given })).toBe("?match_type=path_prefix&limit=2");
+
+  // The generated method takes the options as required only when the query may not be empty.
+  const { method } = require("../../scripts/client-methods.js") as {
+    method: (o: { op: Operation; ref: string }) => string;
+  };
+  expect(method({ op, ref: "OPS.counts.routes" })).toContain(
+    "query: QueryOptionsOf<typeof OPS.counts.routes>",
+  );
+  expect(method({ op: OPERATIONS.https.list, ref: "OPS.https.list" })).toContain(
+    "query?: QueryOptionsOf<typeof OPS.https.list>",
+  );
 });

@@ -20,6 +20,8 @@ import {
 } from "../../sdk/contract";
 import { startServer } from "../../service/http/server";
 import type { Store } from "../../service/store/store";
+import type { Secrets } from "../../service/secrets";
+import { PostgresStore } from "../../service/store/store-postgres";
 import { SqliteStore } from "../../service/store/store-sqlite";
 import { httpTransport, type Transport } from "../../sdk/transport";
 import { closeEmbeddedStores, embeddedTransport } from "../../service/embedded";
@@ -104,6 +106,36 @@ export const FIXTURES: Array<[string, () => Promise<Fixture>]> = [
   ["over HTTP", httpFixture],
   ["in-process (embedded transport)", embeddedFixture],
   ["over HTTP on PostgreSQL", postgresFixture],
+];
+
+/** Where a store lives, for a test that opens it, closes and reopens it (other keys), then removes it. */
+export interface StorePlace {
+  open(secrets?: Secrets): Promise<Store>;
+  remove(): void;
+}
+
+/** A fresh SQLite data directory, the index by object left to the test (auditIndexEveryMs 0). */
+export async function sqlitePlace(): Promise<StorePlace> {
+  const dir = makeTempDir("store");
+  return {
+    open: (secrets) => Promise.resolve(SqliteStore.open(dir, { secrets, auditIndexEveryMs: 0 })),
+    remove: () => removeDir(dir),
+  };
+}
+
+/** A fresh database of this file's shared PostgreSQL cluster (see sqlitePlace). */
+export async function postgresPlace(): Promise<StorePlace> {
+  const url = await (await sharedCluster()).createDatabase();
+  return {
+    open: (secrets) => PostgresStore.open(url, { secrets, auditIndexEveryMs: 0, poolSize: 2 }),
+    remove: () => undefined,
+  };
+}
+
+/** For `describe.each` over the stores themselves (no HTTP): both stores. */
+export const STORE_PLACES: Array<[string, () => Promise<StorePlace>]> = [
+  ["SQLite", sqlitePlace],
+  ["PostgreSQL", postgresPlace],
 ];
 
 // ---------------------------------------------------------------- raw requests

@@ -18,40 +18,15 @@ import { PG_SCHEMA_VERSION, PostgresStore } from "../../service/store/store-post
 import { SqliteStore } from "../../service/store/store-sqlite";
 import { CLI, ensureBuilt } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
-import { makeTempDir, removeDir } from "./helpers";
+import { makeTempDir, removeDir, STORE_PLACES, type StorePlace } from "./helpers";
 
 const ctx: RequestContext = { baseUrl: "http://edge.test" };
 const key = (fill: number) => SecretsKey.parse(Buffer.alloc(32, fill).toString("base64"), "a test key");
 const K1 = key(1);
 const K2 = key(2);
 
-/** A place for a store that a test opens, reopens, and then removes. */
-interface Place {
-  open(secrets?: Secrets): Promise<Store>;
-  remove(): void;
-}
-
-async function sqlitePlace(): Promise<Place> {
-  const dir = makeTempDir("store-rules");
-  return {
-    open: (secrets) => Promise.resolve(SqliteStore.open(dir, { secrets, auditIndexEveryMs: 0 })),
-    remove: () => removeDir(dir),
-  };
-}
-
-async function postgresPlace(): Promise<Place> {
-  const url = await (await sharedCluster()).createDatabase();
-  return {
-    open: (secrets) => PostgresStore.open(url, { secrets, auditIndexEveryMs: 0, poolSize: 2 }),
-    remove: () => undefined,
-  };
-}
-
-describe.each([
-  ["SQLite", sqlitePlace],
-  ["PostgreSQL", postgresPlace],
-])("%s", (_, makePlace) => {
-  let place: Place;
+describe.each(STORE_PLACES)("%s", (_, makePlace) => {
+  let place: StorePlace;
   let store: Store;
   let service: EdgeService;
   let edgeId: string;
