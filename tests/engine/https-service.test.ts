@@ -21,7 +21,7 @@ import { type Cli, ensureBuilt, killClis, ROOT, startCli } from "../support/edge
 import { type Issued, makePki, type Pki } from "../support/pki";
 import type { Workspace } from "../support/workspace";
 import { specWorkspace } from "../packaged/support/plugin";
-import { backendText, quiet, setSpec, stateExport, stateFiles } from "./support/harness";
+import { backendText, quiet, stateExport, stateFiles } from "./support/harness";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
 const PULUMI_EDGE = join(ROOT, "dist/commands/cli.js");
@@ -80,20 +80,23 @@ beforeAll(async () => {
   for (const face of FACES) {
     ws[face] = specWorkspace(face, `https-${face}`);
     stateDir ??= ws[face].stateDir;
-    const stack = await engine.directoryStack({ workDir: ws[face].dir, stackName: `tls-${face}`, stateDir });
-    await setSpec(stack, spec);
     const port = new URL(server.url).port;
     if (face === "packaged") {
       // A file beside the program, by a relative path; the service by its DNS name.
       mkdirSync(join(ws[face].dir, "certs"));
       copyFileSync(pki.ca, join(ws[face].dir, "certs", "ca.pem"));
-      await stack.setConfig("edge:baseUrl", { value: `https://localhost:${port}` });
-      await stack.setConfig("edge:caCertificate", { value: "certs/ca.pem" });
-    } else {
-      await stack.setConfig("edge:baseUrl", { value: server.url });
-      await stack.setConfig("edge:caCertificate", { value: pki.caPem });
     }
-    await stack.setConfig("edge:clientCertificate", { value: client.cert });
+    const stack = await engine.directoryStack({
+      workDir: ws[face].dir,
+      stackName: `tls-${face}`,
+      stateDir,
+      config: {
+        spec: { value: JSON.stringify(spec) },
+        "edge:baseUrl": { value: face === "packaged" ? `https://localhost:${port}` : server.url },
+        "edge:caCertificate": { value: face === "packaged" ? "certs/ca.pem" : pki.caPem },
+        "edge:clientCertificate": { value: client.cert },
+      },
+    });
     stacks[face] = stack;
   }
 }, 600_000);
