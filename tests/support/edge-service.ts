@@ -43,7 +43,7 @@ export function ensureBuilt(): void {
   if (still.length > 0) throw new Error(`could not build into dist (stale: ${still.join(", ")})`);
 }
 
-/** Sources of sdk/, provider/ and index.ts whose compiled file in dist is missing or older. */
+/** Sources the build compiles whose compiled file in dist is missing or older. */
 function staleSources(): string[] {
   const out: string[] = [];
   const check = (p: string) => {
@@ -57,9 +57,16 @@ function staleSources(): string[] {
       else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) check(p);
     }
   };
-  walk(path.join(ROOT, "sdk"));
-  walk(path.join(ROOT, "provider"));
-  check(path.join(ROOT, "index.ts"));
+  // What the build compiles (tsconfig.build.json's include): a change to the service or the
+  // commands must rebuild too, since tests start dist/service/cli and dist/commands.
+  const { include } = JSON.parse(fs.readFileSync(path.join(ROOT, "tsconfig.build.json"), "utf8")) as {
+    include: string[];
+  };
+  for (const entry of include) {
+    const p = path.join(ROOT, entry);
+    if (fs.statSync(p).isDirectory()) walk(p);
+    else check(p);
+  }
   return out;
 }
 
