@@ -3,7 +3,6 @@
  * scale (per-request work must not grow with the number of stored routes) — over real HTTP and
  * in-process.
  */
-import { storeFingerprint } from "../support/fingerprint";
 import { ERROR_CODES, ROUTE_MODULES, type RouteModuleName } from "../../sdk/contract";
 import type { StoreTx } from "../../service/store/store";
 import { SqlTx } from "../../service/store/sql-tx";
@@ -177,14 +176,9 @@ describe.each(FIXTURES)("concurrency and scale %s", (_name, makeFixture) => {
     expect(list.routes.map((r) => r.id)).toEqual([created[0]!.json.id]);
     expect(list.routes[0]!.description).toBe(created[0]!.json.description);
     // Nothing stored from the losers: one row, with the winner's one module.
-    const routeRows = JSON.parse(
-      (await storeFingerprint(fx.store))
-        .split("\n")
-        .find((l) => l.startsWith("routes:"))!
-        .slice("routes:".length),
-    ) as Array<{ id: string; edge_id: string; modules: string }>;
+    const routeRows = (await fx.store.dump()).routes;
     const ofEdge = routeRows.filter((r) => r.edge_id === edge.id);
-    expect(ofEdge.map((r) => [r.id, JSON.parse(r.modules)])).toEqual([
+    expect(ofEdge.map((r) => [r.id, JSON.parse(String(r.modules))])).toEqual([
       // The canonical form of `compression: {}`: every default filled (the contract's parse).
       [created[0]!.json.id, { compression: ROUTE_MODULES.compression.request.parse({}) }],
     ]);
