@@ -15,7 +15,7 @@ import { Client } from "pg";
 import { createEdgeApp } from "../../service/http/app";
 import { PostgresStore } from "../../service/store/store-postgres";
 import { StoreUnavailable } from "../../service/store/store";
-import { scaled } from "../support/machine";
+import { scaled, within } from "../support/machine";
 import { type Relay, startRelay } from "../support/relay";
 import { type PgCluster, sharedCluster } from "../support/postgres";
 
@@ -37,20 +37,6 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, bound
     if (performance.now() > deadline) throw new Error(`waited ${scaled(boundMs)} ms for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
-}
-
-/** `promise`'s outcome, or an error naming `what` when `boundMs` (scaled) passes first. */
-function within<T>(what: string, boundMs: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`waited ${scaled(boundMs)} ms for ${what}`)),
-        scaled(boundMs),
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 async function connected(url: string): Promise<Client> {
