@@ -117,8 +117,8 @@ try {
     if (!only.includes(name)) return;
     const loadBefore = os.loadavg()[0];
     results[name] = await (await section(name, file))({ tmp: TMP, ...args });
-    results[name].load = [loadBefore, os.loadavg()[0]].map((x) => Number(x.toFixed(2)));
-    log(`${name}: load average ${results[name].load.join(" → ")}`);
+    results[name].loadAverage = [loadBefore, os.loadavg()[0]].map((x) => Number(x.toFixed(2)));
+    log(`${name}: load average ${results[name].loadAverage.join(" → ")}`);
   };
   await run("payload", "payload", {});
   await run("scaling", "scaling", config.scaling);

@@ -53,6 +53,7 @@ import { type AuditActor, type AuditRecord, auditRecord, diffChanges } from "./a
 import { ApiError } from "./errors";
 import { newId } from "./ids";
 import {
+  type Deadline,
   type EdgeKind,
   type EdgeRow,
   type ModuleConfigs,
@@ -87,6 +88,11 @@ export interface RequestContext {
   actor?: AuditActor;
   /** The asker may not read secrets (a `read` key): routes are answered with them redacted. */
   redactSecrets?: boolean;
+  /**
+   * When the request's database work must be over, if the request says (a load balancer's
+   * receipt of it: see Store.requestDeadline); else each transaction has the store's own.
+   */
+  deadline?: Deadline;
 }
 
 type AuditedObject = { kind: AuditObjectKind; id: string; edgeId?: string };
@@ -236,9 +242,14 @@ export class EdgeService {
           if (record !== undefined) await tx.insertAuditEvent(record);
         },
       });
-    });
+    }, ctx?.deadline);
     if (written > 0) this.onAudit?.(written);
     return result;
+  }
+
+  /** Runs a read against one snapshot, within the request's deadline. */
+  private read<T>(ctx: RequestContext, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
+    return this.store.read(fn, ctx.deadline);
   }
 
   // ------------------------------------------------------------------ audit trail
@@ -252,7 +263,7 @@ export class EdgeService {
       if (beforeSeq === undefined)
         throw ApiError.invalid([{ field: "before_id", msg: "is not an id of this list (aud_...)" }]);
     }
-    return this.store.read(async (tx) => {
+    return this.read(ctx, async (tx) => {
       const events = await tx.listAuditEvents({
         objectId: q.object_id,
         key: q.key,
@@ -322,14 +333,14 @@ export class EdgeService {
   getEdge(kind: "tls", id: string, ctx: RequestContext): Promise<TlsEdge>;
   getEdge(kind: EdgeKind, id: string, ctx: RequestContext): Promise<HttpsEdge | TlsEdge>;
   getEdge(kind: EdgeKind, id: string, ctx: RequestContext): Promise<HttpsEdge | TlsEdge> {
-    return this.store.read(async (tx) => this.renderEdge(tx, await this.requireEdge(tx, kind, id), ctx));
+    return this.read(ctx, async (tx) => this.renderEdge(tx, await this.requireEdge(tx, kind, id), ctx));
   }
 
   listEdges(kind: "https", q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList>;
   listEdges(kind: "tls", q: PageQuery, ctx: RequestContext): Promise<TlsEdgeList>;
   listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList | TlsEdgeList>;
   listEdges(kind: EdgeKind, q: PageQuery, ctx: RequestContext): Promise<HttpsEdgeList | TlsEdgeList> {
-    return this.store.read(async (tx) => {
+    return this.read(ctx, async (tx) => {
       const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getEdge(kind, id))?.seq);
       const rows = await tx.listEdges(kind, limit + 1, beforeSeq);
       const items: Array<HttpsEdge | TlsEdge> = [];
@@ -401,14 +412,15 @@ export class EdgeService {
   }
 
   getRoute(edgeId: string, id: string, ctx: RequestContext): Promise<Route> {
-    return this.store.read(
+    return this.read(
+      ctx,
       async (tx) => await this.renderOne(tx, await this.requireRoute(tx, edgeId, id), ctx),
     );
   }
 
   /** The whole query of the operation (its table entry's schema): a filter added there is in `q`, and in its links. */
   listRoutes(edgeId: string, q: RoutesQuery, ctx: RequestContext): Promise<RouteList> {
-    return this.store.read(async (tx) => {
+    return this.read(ctx, async (tx) => {
       const { limit, beforeSeq } = await this.page(q, async (id) => (await tx.getRoute(edgeId, id))?.seq);
       await this.requireEdge(tx, "https", edgeId);
       const rows = await tx.listRoutes(edgeId, limit + 1, beforeSeq);
@@ -490,7 +502,7 @@ export class EdgeService {
 
   getModule(edgeId: string, id: string, name: string, ctx: RequestContext): Promise<unknown> {
     const module = this.requireModuleName(name);
-    return this.store.read(async (tx) => {
+    return this.read(ctx, async (tx) => {
       const route = await this.renderOne(tx, await this.requireRoute(tx, edgeId, id), ctx);
       if (route[module] === null)
         throw ApiError.notFound(`module ${module} of route ${id} (it is not configured)`);
@@ -564,7 +576,7 @@ export class EdgeService {
   }
 
   getTlsIpRestriction(edgeId: string, ctx: RequestContext): Promise<TlsIpRestriction> {
-    return this.store.read(async (tx) => {
+    return this.read(ctx, async (tx) => {
       await this.requireEdge(tx, "tls", edgeId);
       return this.getTlsIpRestrictionIn(tx, edgeId, ctx);
     });

@@ -149,10 +149,10 @@ const SECTION_NAMES = {
 /** Each section's load average (1 min) at its start and end, and when it ran, where recorded. */
 function sectionLoads(results) {
   const parts = Object.entries(SECTION_NAMES)
-    .filter(([k]) => results[k]?.load)
+    .filter(([k]) => results[k]?.loadAverage)
     .map(
       ([k, n]) =>
-        `${n}: ${results[k].load.map((x) => fmt(x)).join(" → ")} (${results[k].ranAt?.slice(0, 16).replace("T", " ") ?? "?"} UTC)`,
+        `${n}: ${results[k].loadAverage.map((x) => fmt(x)).join(" → ")} (${results[k].ranAt?.slice(0, 16).replace("T", " ") ?? "?"} UTC)`,
     );
   return parts.length > 0 ? ` Per section, load average at its start → end: ${parts.join("; ")}.` : "";
 }

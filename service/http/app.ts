@@ -12,6 +12,7 @@ import {
   CLIENT_CLOSED_REQUEST,
   clientClosedAnswer,
   clientGone,
+  type EdgeContext,
   type Env,
   errorAnswer,
   errorResponse,
@@ -31,7 +32,8 @@ import { ResponseCache } from "./response-cache";
 import { writeFault, writeFaultError } from "../store/write-faults";
 import { countsOf, honoPath, OperationRoutes } from "./operation-routes";
 import { EdgeService, operationHandlers } from "../service";
-import type { Store } from "../store/store";
+import type { Deadline, Store } from "../store/store";
+import { requestDeadline } from "./request-start";
 
 export interface EdgeAppOptions {
   store: Store;
@@ -166,16 +168,18 @@ export function createEdgeApp(opts: EdgeAppOptions): Hono<Env> {
     );
   }
   const app = new Hono<Env>();
+  const deadline = (c: EdgeContext) => requestDeadline(c, opts.store);
   const routes = new OperationRoutes(app, {
     metrics,
     cache: new ResponseCache(
-      () => opts.store.changeCounter(),
+      (within) => opts.store.changeCounter(within),
       opts.responseCacheBytes ?? DEFAULT_RESPONSE_CACHE_BYTES,
       metrics?.cache,
     ),
     readiness: storeReadiness(opts.store, log, opts.hostNotReady),
+    deadline,
   });
-  useMiddleware(app, routes, opts, log);
+  useMiddleware(app, routes, opts, log, deadline);
 
   // Every operation of the table, as the service says it answers it (its handlers), in one loop.
   for (const h of operationHandlers(service)) routes.serve(h.op, (call) => h.answer(call));
@@ -225,13 +229,14 @@ function useMiddleware(
   routes: OperationRoutes,
   opts: EdgeAppOptions,
   log: ServiceLog | undefined,
+  deadline: (c: EdgeContext) => Deadline | undefined,
 ) {
   const middleware: MiddlewareHandler<Env>[] = [];
   if (log) middleware.push(requestLog(log));
   // Before the key: a connection without a verified certificate gets nothing else of the API.
   if (opts.clientCertificates) middleware.push(exceptPublic(clientCertificate()));
   if (opts.apiKey !== undefined || opts.namedKeys) {
-    middleware.push(exceptPublic(bearerAuth(new KeyRing(opts.store, opts.apiKey))));
+    middleware.push(exceptPublic(bearerAuth(new KeyRing(opts.store, opts.apiKey), deadline)));
   }
   if (opts.rateLimitPerMinute !== undefined)
     middleware.push(exceptPublic(rateLimit(opts.rateLimitPerMinute)));

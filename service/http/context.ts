@@ -15,7 +15,7 @@ import { ApiError } from "../errors";
 import { newOperationId } from "../ids";
 import type { ServiceLog } from "./log";
 import { MissingSecretsKey, SecretsKeyError } from "../secrets";
-import { StoreUnavailable } from "../store/store";
+import { type Deadline, StoreUnavailable } from "../store/store";
 
 export type Env = {
   Variables: {
@@ -29,6 +29,8 @@ export type Env = {
     keyName: string | undefined;
     /** That key's scope: a `read` key reads secrets redacted (docs/decisions.md#read-keys-redaction). */
     keyScope: Scope | undefined;
+    /** The request's deadline once read (see ./request-start): null when it has none of its own. */
+    deadline: Deadline | null | undefined;
   };
 };
 export type EdgeContext = Context<Env>;

@@ -26,6 +26,7 @@ import { jsonBody, jsonBodyOrEmpty } from "./middleware/json-body";
 import type { Readiness } from "./readiness";
 import type { ResponseCache } from "./response-cache";
 import type { Call, RequestContext } from "../service";
+import type { Deadline } from "../store/store";
 
 /**
  * The query parameters of a request, checked against the operation's schema: an unknown or
@@ -74,12 +75,17 @@ export const countsOf = (request: Request): OperationCounts | undefined => COUNT
  * Where the caller reached the service (every Ref and uri is built on it); for an operation that
  * takes an `Idempotency-Key`, the key, and an answer to a repeat says so (`Idempotent-Replayed`).
  */
-function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics | undefined): RequestContext {
+function requestContext(
+  op: Operation,
+  c: EdgeContext,
+  metrics: ServiceMetrics | undefined,
+  deadline: Deadline | undefined,
+): RequestContext {
   const baseUrl = new URL(c.req.url).origin;
   // Who asks, for the audit event of a change (a GET changes nothing).
   const actor = op.method === "GET" ? undefined : { key: c.get("keyName"), requestId: operationId(c) };
   const redactSecrets = c.get("keyScope") === "read";
-  if (!op.idempotent) return { baseUrl, actor, redactSecrets };
+  if (!op.idempotent) return { baseUrl, actor, redactSecrets, deadline };
   const header = (name: string) => {
     const value = c.req.header(name);
     const checked = value === undefined ? undefined : idempotencyKeySchema.safeParse(value);
@@ -94,6 +100,7 @@ function requestContext(op: Operation, c: EdgeContext, metrics: ServiceMetrics |
     baseUrl,
     actor,
     redactSecrets,
+    deadline,
     idempotencyKey: key,
     onReplay: () => {
       c.set("replayed", true);
@@ -129,6 +136,8 @@ export class OperationRoutes {
       cache: ResponseCache;
       /** Told of each change the store took: a write's outcome tells readiness whether storage takes writes. */
       readiness: Readiness;
+      /** The request's deadline (see ./request-start), for each of its database waits. */
+      deadline: (c: EdgeContext) => Deadline | undefined;
     },
   ) {}
 
@@ -164,25 +173,26 @@ export class OperationRoutes {
    */
   serve<O extends Operation>(op: O, handler: (call: Call<O>) => unknown): void {
     this.registered.add(op.id);
-    const { metrics, cache, readiness } = this.deps;
+    const { metrics, cache, readiness, deadline } = this.deps;
     const count = this.counter(op);
     const answer = async (c: EdgeContext) => {
       count?.(c);
       // The operation's own query schema: its parse is QueryOf<O>.
       const parsed = query(c, op.query ?? noQuerySchema) as QueryOf<O>;
       const page: PageQuery = op.query ? parsed : {};
+      const within = deadline(c);
       const call = async () =>
         handler({
           params: pathParams(op, c),
           body: c.get("body"),
           page,
           query: parsed,
-          ctx: requestContext(op, c, metrics),
+          ctx: requestContext(op, c, metrics, within),
         });
       if (op.method === "GET") {
         // A read key's answers are other bodies (secrets redacted): cached apart.
         const key = c.get("keyScope") === "read" ? `${c.req.url} redacted` : c.req.url;
-        return respond(c, 200, await cache.json(key, call));
+        return respond(c, 200, await cache.json(key, call, within));
       }
       const result = await call();
       readiness.writeSucceeded();

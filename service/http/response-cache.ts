@@ -7,6 +7,8 @@
  * (see PostgresStore.changeCounter); either against a read transaction of four queries plus JSON
  * rendering (the bulk of a GET's cost).
  */
+import type { Deadline } from "../store/store";
+
 /** Told of each lookup of a cache that is on (metrics). */
 export interface CacheStats {
   hit(): void;
@@ -19,12 +21,13 @@ export class ResponseCache {
   private counter: number | string = Number.NaN;
 
   /**
-   * @param changeCounter moves whenever committed data may have changed (never moves back).
+   * @param changeCounter moves whenever committed data may have changed (never moves back); read
+   *   within the request's deadline, when it has one.
    * @param maxBytes bound on the total bytes of the cached keys and bodies; 0 turns the cache off.
    * @param stats told whether each lookup hit or missed (not called while the cache is off).
    */
   constructor(
-    private readonly changeCounter: () => number | string | Promise<number | string>,
+    private readonly changeCounter: (within?: Deadline) => number | string | Promise<number | string>,
     private readonly maxBytes: number,
     private readonly stats?: CacheStats,
   ) {}
@@ -32,12 +35,13 @@ export class ResponseCache {
   /**
    * The JSON body for `key`, UTF-8 encoded: cached when the data is unchanged since, else
    * `render()`ed and kept. Kept encoded: writing a string to a socket encodes it every time.
+   * `within`: the request's deadline (see ./request-start), for the change counter's read.
    */
-  async json(key: string, render: () => Promise<unknown>): Promise<Buffer<ArrayBuffer>> {
+  async json(key: string, render: () => Promise<unknown>, within?: Deadline): Promise<Buffer<ArrayBuffer>> {
     if (this.maxBytes === 0) return Buffer.from(JSON.stringify(await render()));
     // Read before rendering: a write landing in between makes the entry stale under the old
     // counter, which the next lookup sees as changed (never the other way round).
-    const read = this.changeCounter();
+    const read = this.changeCounter(within);
     const counter = typeof read === "object" ? await read : read;
     if (counter !== this.counter) {
       this.bodies.clear();

@@ -6,7 +6,7 @@
  * ./store-sqlite and ./store-postgres each implement it, and hold nothing else.
  */
 import type { Raw } from "./rows";
-import type { Dialect, PoolStats, SqlValue, Statement } from "./store";
+import type { Deadline, Dialect, PoolStats, SqlValue, Statement } from "./store";
 
 /** The statements of one transaction, on the connection it holds. */
 export interface Conn {
@@ -56,8 +56,11 @@ export interface StoreDriver {
   /** The same as the subject of a sentence: "the data directory …", "the database at …". */
   readonly place: string;
   readonly schema: StoreSchema;
-  /** Runs `fn` in a transaction of `mode` on one connection; committed when it resolves, else rolled back. */
-  transaction<T>(mode: TxMode, fn: (conn: Conn) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in a transaction of `mode` on one connection; committed when it resolves, else
+   * rolled back. `within`: a request's deadline (see Store.requestDeadline).
+   */
+  transaction<T>(mode: TxMode, fn: (conn: Conn) => Promise<T>, within?: Deadline): Promise<T>;
   /**
    * One statement on its own (no transaction around it), answered within a bound: what readiness
    * reads, and its probe write, must hear back even from a database that hangs.
@@ -77,7 +80,9 @@ export interface StoreDriver {
   /** After a rotation's commit: what the old values left in the files erased, as far as the store can; what was done. */
   purgeFreedBytes(): Promise<string>;
   /** See Store.changeCounter. */
-  changeCounter(): number | string | Promise<number | string>;
+  changeCounter(within?: Deadline): number | string | Promise<number | string>;
+  /** See Store.requestDeadline (absent: the driver has no deadline). */
+  requestDeadline?(receivedAt: number): Deadline | undefined;
   /**
    * The highest audit seq the index by object may take now: every event up to it is committed or
    * never will be. Undefined: none to take yet.

@@ -7,7 +7,14 @@
 import pg from "pg";
 import { errorField, errorMessage } from "../../sdk/contract";
 import type { Raw } from "./rows";
-import { ParentMissing, type SqlValue, type Statement, StoreUnavailable, UniqueViolation } from "./store";
+import {
+  type Deadline,
+  ParentMissing,
+  type SqlValue,
+  type Statement,
+  StoreUnavailable,
+  UniqueViolation,
+} from "./store";
 import type { Conn } from "./store-driver";
 
 /** A value as node-postgres binds it (a BYTEA column's as a Buffer). */
@@ -61,13 +68,13 @@ export function translate(e: unknown): unknown {
 }
 
 /**
- * When a transaction must be over (performance.now()'s clock): its connection is cut then (see
- * PgDriver), and its COMMIT is sent only with a server-side bound that ends before it.
+ * What a transaction on a connection says of itself while it runs: whether its COMMIT may be on
+ * its way to the server. Until the deadline, only the deadline's server-side bound keeps such a
+ * COMMIT from landing after its client was told 503: its connection is never given up earlier
+ * (see PgDriver's holds).
  */
-export interface Deadline {
-  readonly at: number;
-  /** Said in the 503's log line: "the 5 s database deadline". */
-  readonly what: string;
+export interface InFlight {
+  committing: boolean;
 }
 
 /**
@@ -192,6 +199,8 @@ export class PgConn implements Conn {
     readonly locking: boolean,
     /** When the transaction must be over; none: unbounded (migrations, `secrets rotate`). */
     private readonly deadline?: Deadline,
+    /** Told when a COMMIT goes out (see InFlight). */
+    private readonly inFlight: InFlight = { committing: false },
   ) {
     this.opening = opening;
   }
@@ -285,7 +294,10 @@ export class PgConn implements Conn {
       if (ms < 1) throw deadlinePassed(this.deadline, "no time was left to commit");
       sql.splice(opening === undefined ? 0 : 1, 0, `SET LOCAL statement_timeout = ${ms}`);
     }
-    if (commit) sql.push("COMMIT");
+    if (commit) {
+      sql.push("COMMIT");
+      this.inFlight.committing = true;
+    }
     this.opening = undefined;
     // node-postgres answers a simple query of several statements with a list of their results
     // (its types say one result), and one of a single statement (BEGIN alone) with its result.

@@ -1,10 +1,15 @@
 /**
  * Whether PostgreSQL answers, asked on a connection of its own, and what the PostgreSQL store
  * does with the answer: once a check has found the database out of reach, a request is answered
- * 503 at once (StoreUnavailable) instead of waiting for its deadline, and the check is made
- * again each second, by itself, until one passes. The connection is not the pool's: requests
- * held by a silent database hold every pooled one, and a check behind them would say "busy",
- * not "gone".
+ * 503 at once (StoreUnavailable) instead of waiting for its deadline, the requests already
+ * waiting on it are given up (the store's `onLost`), and the check is made again each second, by
+ * itself, until one passes. The connection is not the pool's: requests held by a silent database
+ * hold every pooled one, and a check behind them would say "busy", not "gone".
+ *
+ * A check is bounded by half the store's deadline (2 s at most), and the store asks for one when
+ * a request has waited a quarter of it (see PgDriver): a replica finds a silent database before
+ * the requests it holds reach their deadline, and so, for a partition of every replica, do the
+ * replicas a balancer repeats those requests on.
  *
  * A partition answers nothing and closes nothing (docs/operating.md, "A partition between the
  * replicas and PostgreSQL"): every wait here is bounded, and a connection given up is reset
@@ -15,8 +20,12 @@ import { Socket } from "node:net";
 import pg from "pg";
 import { errorMessage } from "../../sdk/contract";
 
-/** A check's bound, from its start (a connection opened included) to its answer. */
+/** A check's bound, from its start (a connection opened included) to its answer, at most. */
 export const CHECK_MS = 2000;
+
+/** A check's bound under a store `deadlineMs`: half of it, CHECK_MS at most. */
+export const checkMsFor = (deadlineMs: number | undefined): number =>
+  deadlineMs === undefined ? CHECK_MS : Math.min(CHECK_MS, Math.floor(deadlineMs / 2));
 /** While the database is out of reach, how often the check is made again without being asked. */
 const AGAIN_MS = 1000;
 
@@ -53,6 +62,10 @@ export class Reach {
     private readonly config: pg.ClientConfig,
     private readonly location: string,
     private readonly log?: (line: string) => void,
+    /** A check's bound (see checkMsFor). */
+    private readonly checkMs = CHECK_MS,
+    /** Told, with why, when a check finds the database out of reach after it answered. */
+    private readonly onLost?: (why: string) => void,
   ) {}
 
   /** Why a request must not wait for the database now (the last check failed), or undefined. */
@@ -73,24 +86,25 @@ export class Reach {
   }
 
   private async ask(): Promise<CheckAnswer> {
-    const until = performance.now() + CHECK_MS;
+    const bound = this.checkMs;
+    const until = performance.now() + bound;
     let client = this.client;
     let timer: NodeJS.Timeout | undefined;
     try {
       const answer = new Promise<pg.QueryResult<{ v: string }>>((resolve, reject) => {
         timer = setTimeout(() => {
           if (client) cut(client);
-          reject(new Error(`no answer within ${CHECK_MS / 1000} s`));
-        }, CHECK_MS);
+          reject(new Error(`no answer within ${bound / 1000} s`));
+        }, bound);
         const asked = async () => {
           if (client === undefined) {
-            client = new pg.Client({ ...this.config, connectionTimeoutMillis: CHECK_MS });
+            client = new pg.Client({ ...this.config, connectionTimeoutMillis: bound });
             // A connection lost between checks is found by the next one.
             client.on("error", () => undefined);
             this.client = client;
             await client.connect();
           }
-          if (performance.now() > until) throw new Error(`no answer within ${CHECK_MS / 1000} s`);
+          if (performance.now() > until) throw new Error(`no answer within ${bound / 1000} s`);
           return client.query<{ v: string }>("SELECT current_setting('transaction_read_only') AS v");
         };
         asked().then(resolve, reject);
@@ -122,10 +136,13 @@ export class Reach {
     this.down = `PostgreSQL at ${this.location} did not answer the service's last check (${errorMessage(e)}); the request was answered at once, without waiting for it`;
     if (first) {
       this.log?.(
-        `postgres: ${this.location} did not answer a check (${errorMessage(e)}): requests are answered 503 at once until a check, made each second, passes`,
+        `postgres: ${this.location} did not answer a check (${errorMessage(e)}): the requests waiting on it are given up, and requests are answered 503 at once until a check, made each second, passes`,
       );
       this.again = setInterval(() => this.suspect(), AGAIN_MS);
       this.again.unref();
+      this.onLost?.(
+        `PostgreSQL at ${this.location} did not answer the service's check (${errorMessage(e)}) while the request waited on it; the request was given up before its deadline`,
+      );
     }
   }
 

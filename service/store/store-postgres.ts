@@ -34,11 +34,18 @@ import {
 } from "./migrations-shared";
 import type { Raw } from "./rows";
 import { Secrets } from "../secrets";
-import { type PoolStats, type SqlValue, type Statement, StoreUnavailable } from "./store";
-import { type Conn, runSteps, type StoreDriver, type StoreSchema, type TxMode } from "./store-driver";
 import {
   type Deadline,
+  type PoolStats,
+  type SqlValue,
+  type Statement,
+  StoreUnavailable,
+  waitWithin,
+} from "./store";
+import { type Conn, runSteps, type StoreDriver, type StoreSchema, type TxMode } from "./store-driver";
+import {
   deadlinePassed,
+  type InFlight,
   LOCK_CLASS_SCHEMA,
   LOCK_CLASS_SECRETS,
   type Opening,
@@ -46,7 +53,7 @@ import {
   translate,
   type Value,
 } from "./store-postgres-conn";
-import { CHECK_MS, cut, Reach } from "./store-postgres-reach";
+import { CHECK_MS, checkMsFor, cut, Reach } from "./store-postgres-reach";
 import { SqlStore } from "./store-sql";
 import { migrate } from "./store-steps";
 
@@ -148,7 +155,12 @@ export interface PostgresStoreOptions {
    *   `idle_in_transaction_session_timeout` for the session, and the statements that COMMIT get
    *   only what is left of the deadline (see COMMIT_MARGIN_MS): a write cannot commit after its
    *   client was told 503;
-   * - the migration at start and a rotation run unbounded (see UNBOUNDED).
+   * - the migration at start and a rotation run unbounded (see UNBOUNDED);
+   * - a request a load balancer received and may repeat on other replicas has a deadline of its
+   *   own, RETRY_GRACE_MS later than this from the balancer's receipt (see requestDeadline): the
+   *   bound of a client's wait through the balancer, whatever the replicas it is tried on;
+   * - the work waiting on the database is given up, before its deadline, once the replica's check
+   *   finds the database out of reach (see ./store-postgres-reach), but for a COMMIT on its way.
    */
   deadlineMs?: number;
   /** Told about errors of idle connections (a database restart); default: ignored. */
@@ -161,6 +173,16 @@ export interface PostgresStoreOptions {
 
 /** Without a deadline, how long a request waits for a free (or new) connection before its 503. */
 const CONNECT_WAIT_MS = 5000;
+
+/**
+ * How much past the database deadline, from the load balancer's receipt, a request's database
+ * work may end on whichever replica the balancer tries it (see requestDeadline). A request
+ * repeated after a replica's 503 at its deadline is still served by a replica whose database
+ * answers (it takes milliseconds); the balancer's attempts after that are answered 503 at once.
+ * Less than a second by what the last 503's way back to the client may take on a loaded host:
+ * through the balancer, no client waits more than the deadline and a second (issue 52's bound).
+ */
+export const RETRY_GRACE_MS = 800;
 /**
  * TCP keepalive on every connection: an idle pooled connection to a database host that vanished
  * (no FIN, no RST) is found dead by the kernel rather than when a request next takes it.
@@ -195,6 +217,17 @@ class PgDriver implements StoreDriver {
   private indexedThrough = 0;
   /** Signs met that the database may be gone (see unavailableSeen). */
   private unavailable = 0;
+  /**
+   * The bounded work waiting on the database now, each with how to give it up: once a check
+   * finds the database out of reach (giveUpHeld), it is not left waiting for its deadline.
+   */
+  private readonly held = new Set<(why: string) => void>();
+  /**
+   * How long bounded work waits without an answer before the driver asks for a check (a quarter
+   * of the deadline): with a check bounded by half of it (checkMsFor), a silent database is found
+   * before that work's deadline, whether or not anyone probes readiness.
+   */
+  private readonly stallMs: number | undefined;
 
   constructor(
     private readonly pool: pg.Pool,
@@ -206,6 +239,7 @@ class PgDriver implements StoreDriver {
   ) {
     this.location = redactUrl(url);
     this.place = `the database at ${this.location}`;
+    this.stallMs = deadlineMs === undefined ? undefined : Math.floor(deadlineMs / 4);
   }
 
   /** A pool of connections to `url` (none is opened before the first query). */
@@ -231,7 +265,9 @@ class PgDriver implements StoreDriver {
       idleTimeoutMillis: 30_000,
     });
     const location = redactUrl(url);
-    const reach = new Reach(settings, location, opts.log);
+    const reach = new Reach(settings, location, opts.log, checkMsFor(deadline), (why) =>
+      driver.giveUpHeld(why),
+    );
     // An idle connection's error (the database restarting) must not crash the process: the pool
     // drops that connection and opens a new one on demand.
     // A connection that breaks while checked out (between the statements of a transaction) emits
@@ -263,11 +299,44 @@ class PgDriver implements StoreDriver {
     this.reach.suspect();
   }
 
-  /** A deadline `ms` from now (the store's own when none is given), or none. */
-  private deadline(ms = this.deadlineMs): Deadline | undefined {
-    return ms === undefined
-      ? undefined
-      : { at: performance.now() + ms, what: `the ${ms / 1000} s database deadline` };
+  /**
+   * A deadline `ms` after `from` (the store's own, from now, when not given), or `within` when
+   * that comes first (a request's: see requestDeadline); none without `ms`.
+   */
+  private deadline(ms = this.deadlineMs, within?: Deadline, from = performance.now()): Deadline | undefined {
+    if (ms === undefined) return undefined;
+    const at = from + ms;
+    return within !== undefined && within.at < at
+      ? within
+      : { at, what: `the ${ms / 1000} s database deadline` };
+  }
+
+  requestDeadline(receivedAt: number): Deadline | undefined {
+    const ms = this.deadlineMs;
+    if (ms === undefined) return undefined;
+    return {
+      at: receivedAt + ms + RETRY_GRACE_MS,
+      what: `the ${ms / 1000} s database deadline and ${RETRY_GRACE_MS} ms more, from when the load balancer received the request`,
+    };
+  }
+
+  /**
+   * A request's deadline was over before it came to the database: the balancer's attempts on
+   * other replicas used it up (or this host's clock is ahead of the balancer's).
+   */
+  private noTimeLeft(deadline: Deadline): StoreUnavailable {
+    return new StoreUnavailable(
+      `nothing was left of ${deadline.what} (${Math.round(performance.now() - deadline.at)} ms past it) when the request came to the database: nothing was done. The balancer's attempts on other replicas used it up; if requests are answered so while the database answers, this host's clock is ahead of the balancer's (synchronize them)`,
+    );
+  }
+
+  /**
+   * Gives up the bounded work waiting on the database (a check found it out of reach): a wait for
+   * a connection of the pool ends, a connection in use is cut, each with StoreUnavailable, but for
+   * a transaction whose COMMIT is on its way (see InFlight), which keeps its deadline.
+   */
+  giveUpHeld(why: string): void {
+    for (const hold of [...this.held]) hold(why);
   }
 
   /**
@@ -279,24 +348,32 @@ class PgDriver implements StoreDriver {
     if (down !== undefined) throw new StoreUnavailable(down);
   }
 
-  /** A connection of the pool, waited for until `deadline` at most. */
-  private async client(deadline: Deadline | undefined): Promise<pg.PoolClient> {
+  /**
+   * A connection of the pool, waited for until `deadline` at most, or until `leave` is told to
+   * stop waiting (the work was given up).
+   */
+  private async client(
+    deadline: Deadline | undefined,
+    leave?: (stop: (e: unknown) => void) => void,
+  ): Promise<pg.PoolClient> {
     const waiting = this.pool.connect();
     let timer: NodeJS.Timeout | undefined;
     try {
       if (deadline === undefined) return await waiting;
       const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          // Taken later after all: straight back to the pool, unused.
-          waiting.then(
-            (c) => c.release(),
-            () => undefined,
-          );
-          reject(deadlinePassed(deadline, "no connection of the pool was free"));
-        }, deadline.at - performance.now());
+        leave?.(reject);
+        timer = setTimeout(
+          () => reject(deadlinePassed(deadline, "no connection of the pool was free")),
+          deadline.at - performance.now(),
+        );
       });
       return await Promise.race([waiting, late]);
     } catch (e) {
+      // Taken later after all: straight back to the pool, unused.
+      waiting.then(
+        (c) => c.release(),
+        () => undefined,
+      );
       throw this.translated(e);
     } finally {
       clearTimeout(timer);
@@ -305,44 +382,77 @@ class PgDriver implements StoreDriver {
 
   /**
    * Runs `fn` on a connection of the pool until `deadline` at most: then the connection is cut,
-   * what `fn` awaits fails, and `fn`'s error becomes the deadline's. The connection goes back to
-   * the pool only when `fn` left it clean (`broken` says otherwise) and the deadline did not pass.
+   * what `fn` awaits fails, and `fn`'s error becomes the deadline's. Bounded work is held (see
+   * giveUpHeld) meanwhile: given up, it ends the same way with why, unless `fn` said its COMMIT
+   * is on its way (`inFlight`). The connection goes back to the pool only when `fn` left it clean
+   * (`broken` says otherwise), the deadline did not pass and the work was not given up.
    */
   private async onConnection<T>(
     deadline: Deadline | undefined,
-    fn: (client: pg.PoolClient, failed: (e: unknown) => unknown) => Promise<T>,
+    fn: (client: pg.PoolClient, failed: (e: unknown) => unknown, inFlight: InFlight) => Promise<T>,
   ): Promise<T> {
-    const client = await this.client(deadline);
+    if (deadline !== undefined && deadline.at <= performance.now()) throw this.noTimeLeft(deadline);
+    const inFlight: InFlight = { committing: false };
+    let client: pg.PoolClient | undefined;
+    let givenUp: string | undefined;
+    let stopWaiting: ((e: unknown) => void) | undefined;
+    const hold = (why: string) => {
+      if (inFlight.committing || givenUp !== undefined) return;
+      givenUp = why;
+      if (client) cut(client);
+      else stopWaiting?.(new StoreUnavailable(why));
+    };
+    // Waited a quarter of the deadline without an answer: a check says whether the database is gone.
+    const stalled =
+      deadline && this.stallMs !== undefined
+        ? setTimeout(() => this.reach.suspect(), this.stallMs)
+        : undefined;
+    if (deadline) this.held.add(hold);
     let passed = false;
     let broken = false;
-    const timer =
-      deadline &&
-      setTimeout(
-        () => {
-          passed = true;
-          cut(client);
-        },
-        Math.max(0, deadline.at - performance.now()),
-      );
-    // Each error once: `fn` may hand back one `failed` already made.
-    const made = new WeakSet<object>();
-    const failed = (e: unknown): unknown => {
-      if (typeof e === "object" && e !== null && made.has(e)) return e;
-      // `passed` is set only by the deadline's timer: there is a deadline.
-      const err =
-        passed && deadline ? deadlinePassed(deadline, "the connection was cut") : this.translated(e);
-      if (passed) this.lostSign();
-      if (err instanceof StoreUnavailable) broken = true;
-      if (typeof err === "object" && err !== null) made.add(err);
-      return err;
-    };
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await fn(client, failed);
-    } catch (e) {
-      throw failed(e);
+      const got = await this.client(deadline, (stop) => (stopWaiting = stop));
+      client = got;
+      // Given up as the connection came: not used.
+      if (givenUp !== undefined) throw new StoreUnavailable(givenUp);
+      if (deadline) {
+        timer = setTimeout(
+          () => {
+            passed = true;
+            cut(got);
+          },
+          Math.max(0, deadline.at - performance.now()),
+        );
+      }
+      // Each error once: `fn` may hand back one `failed` already made.
+      const made = new WeakSet<object>();
+      const failed = (e: unknown): unknown => {
+        if (typeof e === "object" && e !== null && made.has(e)) return e;
+        // `passed` is set only by the deadline's timer: there is a deadline.
+        const err =
+          passed && deadline
+            ? deadlinePassed(deadline, "the connection was cut")
+            : givenUp !== undefined
+              ? new StoreUnavailable(
+                  `${givenUp}; its connection was dropped and nothing committed: retry shortly`,
+                )
+              : this.translated(e);
+        if (passed) this.lostSign();
+        if (err instanceof StoreUnavailable) broken = true;
+        if (typeof err === "object" && err !== null) made.add(err);
+        return err;
+      };
+      try {
+        return await fn(got, failed, inFlight);
+      } catch (e) {
+        throw failed(e);
+      }
     } finally {
+      this.held.delete(hold);
+      clearTimeout(stalled);
       clearTimeout(timer);
-      client.release(broken || passed);
+      client?.release(broken || passed || givenUp !== undefined);
     }
   }
 
@@ -356,11 +466,15 @@ class PgDriver implements StoreDriver {
     fn: (conn: Conn) => Promise<T>,
     deadline: Deadline | undefined,
   ): Promise<T> {
-    return this.onConnection(deadline, async (client, failed) => {
-      const conn = new PgConn(client, opening, locking, deadline);
+    return this.onConnection(deadline, async (client, failed, inFlight) => {
+      const conn = new PgConn(client, opening, locking, deadline, inFlight);
       try {
         const result = await fn(conn);
-        if (conn.open) await client.query("COMMIT");
+        if (conn.open) {
+          // A write's COMMIT on its own (a value not written as a literal): on its way from now.
+          if (locking) inFlight.committing = true;
+          await client.query("COMMIT");
+        }
         return result;
       } catch (e) {
         const err = failed(e);
@@ -378,10 +492,10 @@ class PgDriver implements StoreDriver {
    * A write that deadlocked or failed to serialize is run again whole (at most five times, all
    * within one deadline). While the database is known out of reach, refused at once.
    */
-  async transaction<T>(mode: TxMode, fn: (conn: Conn) => Promise<T>): Promise<T> {
-    this.gate();
-    const deadline = mode === "rotate" ? undefined : this.deadline();
+  async transaction<T>(mode: TxMode, fn: (conn: Conn) => Promise<T>, within?: Deadline): Promise<T> {
+    const deadline = mode === "rotate" ? undefined : this.deadline(undefined, within);
     for (let attempt = 1; ; attempt++) {
+      this.gate();
       try {
         return await this.once(OPENINGS[mode], mode !== "read", fn, deadline);
       } catch (e) {
@@ -461,7 +575,14 @@ class PgDriver implements StoreDriver {
    * another, whose snapshot may read as the old one's did over other rows (the transaction ids
    * the old primary gave out but never replicated are given out again).
    */
-  changeCounter(): Promise<string> {
+  changeCounter(within?: Deadline): Promise<string> {
+    if (within === undefined) return this.sharedCounter();
+    if (within.at <= performance.now()) return Promise.reject(this.noTimeLeft(within));
+    return waitWithin(this.sharedCounter(), within, "the database's change counter");
+  }
+
+  /** The change counter, one query shared by the GETs that ask while it runs (see changeCounter). */
+  private sharedCounter(): Promise<string> {
     if (this.counterNext) return this.counterNext;
     if (!this.counterNow) return this.readCounterNow();
     // The GETs queued behind the query in flight wait one deadline in all, from the first of
@@ -549,11 +670,7 @@ class PgDriver implements StoreDriver {
    */
   private poolValue(name: string, text: string, values: Value[], since?: number): Promise<unknown> {
     this.gate();
-    const deadline = this.deadline();
-    if (deadline !== undefined && since !== undefined) {
-      Object.assign(deadline, { at: since + (this.deadlineMs ?? 0) });
-    }
-    return this.onConnection(deadline, async (client) => {
+    return this.onConnection(this.deadline(undefined, undefined, since), async (client) => {
       const { rows } = await client.query<{ v: unknown }>({ name, text, values });
       return rows[0]?.v;
     });

@@ -10,7 +10,7 @@ import { type CreateFingerprints, fingerprintWith } from "./fingerprints";
 import { SECRETS_KEY_ID, SECRETS_KEY_IDS, Secrets, type SecretsKey } from "../secrets";
 import { SqlTx } from "./sql-tx";
 import { SQL } from "./statements";
-import type { Dialect, LiveServer, Resealed, Store, StoreDump, StoreTx } from "./store";
+import type { Deadline, Dialect, LiveServer, Resealed, Store, StoreDump, StoreTx } from "./store";
 import { runSteps, type StoreDriver, type TxMode } from "./store-driver";
 import { dump, encodingProblem, load, reseal } from "./store-steps";
 
@@ -50,33 +50,41 @@ export abstract class SqlStore implements Store {
     return this.secrets;
   }
 
-  write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.transaction("write", fn);
+  write<T>(fn: (tx: StoreTx) => Promise<T>, within?: Deadline): Promise<T> {
+    return this.transaction("write", fn, within);
   }
 
-  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.transaction("read", fn);
+  read<T>(fn: (tx: StoreTx) => Promise<T>, within?: Deadline): Promise<T> {
+    return this.transaction("read", fn, within);
   }
 
   /** `fn` in a transaction of `mode`, through a handle that refuses statements once it is over. */
-  private transaction<T>(mode: TxMode, fn: (tx: StoreTx) => Promise<T>): Promise<T> {
-    return this.driver.transaction(mode, (conn) => {
-      const tx = new SqlTx(conn, this.secrets);
-      const done = fn(tx);
-      // Ended before the driver's own continuation (registered after this one) commits; not in
-      // the chain the driver awaits, which stays as short as `fn`'s (a turn per await counts).
-      const end = () => tx.end();
-      done.then(end, end);
-      return done;
-    });
+  private transaction<T>(mode: TxMode, fn: (tx: StoreTx) => Promise<T>, within?: Deadline): Promise<T> {
+    return this.driver.transaction(
+      mode,
+      (conn) => {
+        const tx = new SqlTx(conn, this.secrets);
+        const done = fn(tx);
+        // Ended before the driver's own continuation (registered after this one) commits; not in
+        // the chain the driver awaits, which stays as short as `fn`'s (a turn per await counts).
+        const end = () => tx.end();
+        done.then(end, end);
+        return done;
+      },
+      within,
+    );
   }
 
   createFingerprint(request: string): string {
     return fingerprintWith(this.fingerprints, request);
   }
 
-  changeCounter(): number | string | Promise<number | string> {
-    return this.driver.changeCounter();
+  changeCounter(within?: Deadline): number | string | Promise<number | string> {
+    return this.driver.changeCounter(within);
+  }
+
+  requestDeadline(receivedAt: number): Deadline | undefined {
+    return this.driver.requestDeadline?.(receivedAt);
   }
 
   /**

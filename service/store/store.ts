@@ -102,6 +102,37 @@ export class ParentMissing extends Error {}
 export class StoreUnavailable extends Error {}
 
 /**
+ * When database work must be over (performance.now()'s clock), and how to say which bound that
+ * is ("the 5 s database deadline"): past it, the work is given up and its request answered 503.
+ */
+export interface Deadline {
+  readonly at: number;
+  readonly what: string;
+}
+
+/**
+ * `shared` (a read that other requests wait on too: one query serves them all), waited for until
+ * `deadline` at most; then StoreUnavailable, while the read goes on for those with more time.
+ * Only a read may be left so: nothing a request waits on this way can commit after it gave up.
+ */
+export function waitWithin<T>(shared: Promise<T>, deadline: Deadline | undefined, what: string): Promise<T> {
+  if (deadline === undefined) return shared;
+  const passed = () =>
+    new StoreUnavailable(
+      `the database did not answer within ${deadline.what} (waiting for ${what}); nothing was changed: retry shortly`,
+    );
+  const left = deadline.at - performance.now();
+  if (left <= 0) return Promise.reject(passed());
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    shared,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(passed()), left);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
  * The PostgreSQL store's deadline in a server (`serve --database-deadline`): below HAProxy's
  * `timeout server` (deploy/haproxy.cfg), with room for its retries on other replicas; above the
  * time a replica's checks take to find a silent database (2 s), so that a request retried after
@@ -317,10 +348,21 @@ export interface Store {
   readonly kind: "sqlite" | "postgres";
   /** Where the data is, for people: a database file, or a PostgreSQL URL without its password. */
   readonly location: string;
-  /** Runs `fn` in one write transaction: all of it is stored, or nothing. */
-  write<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
-  /** Runs `fn` against one consistent snapshot. */
-  read<T>(fn: (tx: StoreTx) => Promise<T>): Promise<T>;
+  /**
+   * Runs `fn` in one write transaction: all of it is stored, or nothing. `within`: a request's
+   * deadline (see requestDeadline), when it comes before the store's own.
+   */
+  write<T>(fn: (tx: StoreTx) => Promise<T>, within?: Deadline): Promise<T>;
+  /** Runs `fn` against one consistent snapshot; `within` as for write. */
+  read<T>(fn: (tx: StoreTx) => Promise<T>, within?: Deadline): Promise<T>;
+  /**
+   * The deadline of a request that a load balancer received at `receivedAt` (performance.now()'s
+   * clock), the same on each replica the balancer tries it on: its database work there ends by
+   * then, so that a client's wait, retries included, has a bound (PostgreSQL: the database
+   * deadline and RETRY_GRACE_MS after `receivedAt`; see ./store-postgres). Absent, or undefined:
+   * the store gives no request a deadline (SQLite's file answers or fails, it does not go silent).
+   */
+  requestDeadline?(receivedAt: number): Deadline | undefined;
   /**
    * What an object made by a keyed create keeps of the create's request (method, path, body as
    * sent): a fingerprint under the store's key (see ./fingerprints), which answers no guess.
@@ -329,9 +371,9 @@ export interface Store {
   /**
    * A value that changes whenever committed data may have changed since it was last read, whoever
    * wrote (this process, another process, another replica); compared with `!==`. Read before a
-   * render, it is never newer than the data rendered (see ResponseCache).
+   * render, it is never newer than the data rendered (see ResponseCache). `within` as for write.
    */
-  changeCounter(): number | string | Promise<number | string>;
+  changeCounter(within?: Deadline): number | string | Promise<number | string>;
   /**
    * Why the store cannot serve requests now, or undefined when it can: the database answers and
    * holds the schema version this code expects. Words for the operator's log: `GET /readyz` says

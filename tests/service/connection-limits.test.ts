@@ -18,7 +18,7 @@ import * as https from "node:https";
 import * as net from "node:net";
 import * as path from "node:path";
 import { type Cli, ensureBuilt, killClis, loggedLines, ROOT, startCli } from "../support/edge-service";
-import { scaled, TIME_SCALE } from "../support/machine";
+import { scaled, TIME_SCALE, within } from "../support/machine";
 import { makePki, type Pki } from "../support/pki";
 import { makeTempDir, removeDir } from "./helpers";
 
@@ -125,20 +125,6 @@ function silent(port: number, first: Buffer | string | undefined): { closed: Pro
   );
   socket.on("data", () => undefined);
   return { closed };
-}
-
-/** `promise`, or an error saying `what` when `boundMs` (scaled) passes first. */
-function within<T>(what: string, boundMs: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`waited ${scaled(boundMs)} ms for ${what}`)),
-        scaled(boundMs),
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 /** A handshake the server closed before it ended: nothing was sent, so a client repeats it. */

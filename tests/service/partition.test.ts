@@ -6,7 +6,12 @@
  * connections, after Retry-After; creates with their Idempotency-Key, and creates without one
  * never repeated), first one replica is cut off, then all three; each partition lasts well past
  * the deadline. Asserted (issue 52's "Done when"):
- * - no request waits longer than the database deadline and a second (with the machine's slack);
+ * - no request waits longer than the database deadline and a second, HAProxy's retries included
+ *   (the bound the replicas keep by construction: see RETRY_GRACE_MS in
+ *   service/store/store-postgres.ts); the only slack is for the machine's scheduling noise (a
+ *   timer that fires late on a loaded machine), not for the design;
+ * - while one replica is cut off, HAProxy's retries do what they are for: every request it may
+ *   repeat is answered by another replica (no 503 reaches a client but an unkeyed create's);
  * - no client sees a 504 from the balancer;
  * - no write commits after its client was told it failed (PostgreSQL's commit timestamps against
  *   the times the clients were told), unless its keyed retry answers it;
@@ -17,7 +22,7 @@ import type { ChildProcess } from "node:child_process";
 import * as http from "node:http";
 import { Client } from "pg";
 import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
-import { findHaproxy, type Haproxy, startHaproxy } from "../support/haproxy";
+import { findHaproxy, type Haproxy, type HaproxyLogLine, startHaproxy } from "../support/haproxy";
 import { scaled, TIME_SCALE } from "../support/machine";
 import { freePort, type PgCluster, startCluster } from "../support/postgres";
 import { type Relay, startRelay } from "../support/relay";
@@ -26,8 +31,13 @@ import { makeTempDir, removeDir } from "./helpers";
 const REPLICAS = 3;
 const WORKERS = 4;
 const DEADLINE_MS = 2_000;
-/** The bound of one request, seen by its client: the deadline and a second, with the machine's slack. */
-const BOUND_MS = DEADLINE_MS + Math.max(1_000, scaled(1_000));
+/**
+ * Scheduling noise, and nothing else: a deadline's timer firing late, and the answer's way back
+ * through HAProxy, on a machine loaded beyond its cores (scaled to the load at the file's start).
+ */
+const SCHEDULING_NOISE_MS = scaled(200);
+/** The bound of one request, seen by its client: the deadline and a second (issue 52). */
+const BOUND_MS = DEADLINE_MS + 1_000 + SCHEDULING_NOISE_MS;
 /** Long enough that a request waiting for the heal would break the bound. */
 const PARTITION_MS = BOUND_MS + 4_000;
 
@@ -63,6 +73,8 @@ async function until(what: () => string, boundMs: number, cond: () => Promise<bo
 
 interface Attempt {
   what: string;
+  /** What the network was doing when it was sent (see `phase`). */
+  phase: string;
   /** Wall clock (ms since the epoch) at its start and when its client was told. */
   sentAt: number;
   toldAt: number;
@@ -73,6 +85,9 @@ interface Attempt {
   json?: any;
 }
 
+/** What the network is doing now: the phase each attempt is counted in. */
+let phase = "steady";
+
 function send(
   agent: http.Agent,
   base: URL,
@@ -82,12 +97,14 @@ function send(
   headers: Record<string, string> = {},
 ): Promise<Attempt> {
   const sentAt = Date.now();
+  const sentIn = phase;
   const t0 = performance.now();
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve) => {
     const done = (status: number | string, res?: http.IncomingMessage, json?: unknown) =>
       resolve({
         what: `${method} ${path}`,
+        phase: sentIn,
         sentAt,
         toldAt: Date.now(),
         ms: performance.now() - t0,
@@ -236,20 +253,30 @@ describeWithHaproxy("a partition between the replicas and PostgreSQL, behind HAP
       };
       const workers = Array.from({ length: WORKERS }, (_, w) => worker(w));
       const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-      const phases: string[] = [];
+      const oneCutOff = "one replica cut off";
+      const phases = [
+        { name: oneCutOff, cut: [0] },
+        { name: "all cut off", cut: [0, 1, 2] },
+      ];
+      /** HAProxy's log lines, by phase (from the phase's start to the heal's end). */
+      const logged: Record<string, HaproxyLogLine[]> = {};
       try {
         await pause(2_000);
-        for (const cut of [[0], [0, 1, 2]]) {
-          phases.push(`cut off: edge${cut.map((i) => i + 1).join(", edge")}`);
+        for (const { name, cut } of phases) {
+          phase = name;
+          const from = lb.requests().length;
           for (const i of cut) relays[i]!.block();
           await pause(PARTITION_MS);
+          phase = `healing after ${name}`;
           for (const i of cut) relays[i]!.unblock();
           await until(
-            () => `every replica UP again after the heal (${phases.at(-1)})`,
+            () => `every replica UP again after the heal (${name})`,
             60_000,
             async () => (await states()) === allUp,
           );
+          logged[name] = lb.requests().slice(from);
           await pause(2_000);
+          phase = "steady";
         }
       } finally {
         stop = true;
@@ -322,27 +349,71 @@ describeWithHaproxy("a partition between the replicas and PostgreSQL, behind HAP
           "SELECT create_key, count(*)::int AS n FROM routes WHERE create_key IS NOT NULL GROUP BY create_key HAVING count(*) > 1",
         );
         late.push(...twice.map((r) => `${r.create_key}: made ${r.n} times`));
-        const statuses: Record<string, number> = {};
-        for (const a of attempts) statuses[String(a.status)] = (statuses[String(a.status)] ?? 0) + 1;
+        const statusesOf = (some: Attempt[]) => {
+          const out: Record<string, number> = {};
+          for (const a of some) out[String(a.status)] = (out[String(a.status)] ?? 0) + 1;
+          return out;
+        };
+        const statuses = statusesOf(attempts);
         const longest = Math.max(...attempts.map((a) => a.ms));
+        const firstSentAt = Math.min(...attempts.map((a) => a.sentAt));
         const slow = attempts
           .filter((a) => a.ms > BOUND_MS)
+          .map((a) => `${a.what} ${a.status} after ${Math.round(a.ms)} ms (${a.phase})`);
+        const byPhase: Record<
+          string,
+          { requests: number; statuses: Record<string, number>; longestMs: number }
+        > = {};
+        for (const name of new Set(attempts.map((a) => a.phase))) {
+          const some = attempts.filter((a) => a.phase === name);
+          byPhase[name] = {
+            requests: some.length,
+            statuses: statusesOf(some),
+            longestMs: Math.round(Math.max(...some.map((a) => a.ms))),
+          };
+        }
+        // One replica cut off: HAProxy repeats what reached it on the others, which answer. Only a
+        // create without a key is not repeated (whether it was made is unknown): its 503 reaches
+        // its client.
+        const oneCut = attempts.filter((a) => a.phase === oneCutOff);
+        const notServed = oneCut
+          .filter((a) => !(typeof a.status === "number" && a.status < 300))
+          .filter((a) => !(a.what === "POST /edges/tls"))
           .map((a) => `${a.what} ${a.status} after ${Math.round(a.ms)} ms`);
         const figures = {
           timeScale: TIME_SCALE,
           deadlineMs: DEADLINE_MS,
+          boundMs: BOUND_MS,
           partitionMs: PARTITION_MS,
           requests: attempts.length,
           statuses,
           longestMs: Math.round(longest),
+          // The five slowest, with when they were sent (ms after the first attempt).
+          slowest: [...attempts]
+            .sort((a, b) => b.ms - a.ms)
+            .slice(0, 5)
+            .map(
+              (a) =>
+                `${a.what} ${a.status} ${Math.round(a.ms)} ms, sent at +${a.sentAt - firstSentAt} ms (${a.phase})`,
+            ),
+          byPhase,
           haproxy504: lb.requests().filter((l) => l.status === 504).length,
-          haproxyRetried: lb.requests().filter((l) => l.retries > 0).length,
+          haproxyRetried: Object.fromEntries(
+            Object.entries(logged).map(([name, lines]) => [name, lines.filter((l) => l.retries > 0).length]),
+          ),
           unkeyedCreatesToldFailed: writes.filter((w) => !w.keyed && !w.acked).length,
           keyedRetriesReplayed: writes.filter((w) => w.acked?.replayed).length,
           pools,
         };
-        console.log(`partition: ${JSON.stringify(figures, null, 1)}\n${phases.join("\n")}`);
-        expect({ slow, late, from504: statuses["504"] ?? 0 }).toEqual({ slow: [], late: [], from504: 0 });
+        console.log(`partition: ${JSON.stringify(figures, null, 1)}`);
+        expect({ slow, late, from504: statuses["504"] ?? 0, notServed }).toEqual({
+          slow: [],
+          late: [],
+          from504: 0,
+          notServed: [],
+        });
+        // The premise of the one-replica phase: HAProxy repeated requests (the cut-off replica's).
+        expect(figures.haproxyRetried[oneCutOff]).toBeGreaterThan(0);
         expect(figures.haproxy504).toBe(0);
         // The premise: clients were told 503 while the partitions lasted (the test saw them).
         expect(statuses["503"] ?? 0).toBeGreaterThan(0);

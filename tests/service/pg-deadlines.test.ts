@@ -7,15 +7,18 @@
  *   once the partition heals and what was held is delivered;
  * - once a check has found the database out of reach, requests are answered at once (the gate),
  *   and the store opens the gate again by itself once the database answers;
+ * - a request that says when a load balancer received it (X-Request-Start) gets what is left of
+ *   the deadline and RETRY_GRACE_MS from then: nothing once that is gone, though the database
+ *   answers;
  * - a write whose COMMIT is held on a lock past its deadline is cancelled by the server, so
  *   nothing commits after its client was told 503 (the server-side bound the store sends).
  * Every wait is on a condition and bounded (tests/support/machine); nothing asserts on time.
  */
 import { Client } from "pg";
 import { createEdgeApp } from "../../service/http/app";
-import { PostgresStore } from "../../service/store/store-postgres";
+import { PostgresStore, RETRY_GRACE_MS } from "../../service/store/store-postgres";
 import { StoreUnavailable } from "../../service/store/store";
-import { scaled } from "../support/machine";
+import { scaled, within } from "../support/machine";
 import { type Relay, startRelay } from "../support/relay";
 import { type PgCluster, sharedCluster } from "../support/postgres";
 
@@ -39,20 +42,6 @@ async function until(what: string, cond: () => boolean | Promise<boolean>, bound
   }
 }
 
-/** `promise`'s outcome, or an error naming `what` when `boundMs` (scaled) passes first. */
-function within<T>(what: string, boundMs: number, promise: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    promise,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`waited ${scaled(boundMs)} ms for ${what}`)),
-        scaled(boundMs),
-      );
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 async function connected(url: string): Promise<Client> {
   const client = new Client({ connectionString: url });
   client.on("error", () => undefined); // a session the test ends, or the cluster's stop
@@ -62,7 +51,7 @@ async function connected(url: string): Promise<Client> {
 }
 
 /** The app on a store reached through a relay; the database's own URL for the test's checks. */
-async function serviceThroughRelay(deadlineMs: number) {
+async function serviceThroughRelay(deadlineMs: number, log?: (line: string) => void) {
   const cluster: PgCluster = await sharedCluster();
   const direct = await cluster.createDatabase();
   const relay = await startRelay(cluster.port);
@@ -70,7 +59,7 @@ async function serviceThroughRelay(deadlineMs: number) {
   const throughRelay = direct.replace(`:${cluster.port}/`, `:${relay.port}/`);
   const store = await PostgresStore.open(throughRelay, { auditIndexEveryMs: 0, poolSize: 3, deadlineMs });
   stores.push(store);
-  const app = createEdgeApp({ store });
+  const app = createEdgeApp({ store, log });
   const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
     const res = await app.request(path, {
       method,
@@ -210,6 +199,69 @@ describe("the PostgreSQL store's deadline, through a silent network", () => {
         "a request to succeed after the heal",
         async () => (await call("GET", "/edges/https")).status === 200,
       );
+    },
+    scaled(90_000),
+  );
+});
+
+describe("a request's deadline from the balancer's receipt (X-Request-Start)", () => {
+  it(
+    "counts from the time the header says: what is left of the deadline and RETRY_GRACE_MS, nothing once it is gone",
+    async () => {
+      const lines: string[] = [];
+      const deadlineMs = 1500;
+      const { relay, direct, call } = await serviceThroughRelay(deadlineMs, (l) => lines.push(l));
+      const db = await connected(direct);
+      const startedAgo = (ms: number) => ({ "X-Request-Start": `t=${Date.now() - ms}` });
+      const create = (key: string, headers: Record<string, string>) =>
+        call("POST", "/edges/https", { description: key }, { "Idempotency-Key": key, ...headers });
+      const unavailable = () => lines.filter((l) => l.includes("unavailable"));
+
+      // Received just now: served, as without the header.
+      expect((await create("now", startedAgo(0))).status).toBe(201);
+      // Received longer ago than the deadline and the grace (the balancer's earlier attempts used
+      // them up): answered 503 at once, though the database answers, and nothing is made.
+      const late = await create("late", startedAgo(deadlineMs + RETRY_GRACE_MS + 100));
+      const lateGet = await call(
+        "GET",
+        "/edges/https",
+        undefined,
+        startedAgo(deadlineMs + RETRY_GRACE_MS + 100),
+      );
+      expect([late.status, late.retryAfter, lateGet.status]).toEqual([503, "1", 503]);
+      expect(unavailable()).toEqual([
+        expect.stringMatching(
+          /nothing was left of the 1.5 s database deadline and 800 ms more, from when the load balancer/,
+        ),
+        expect.stringMatching(
+          /nothing was left of the 1.5 s database deadline and 800 ms more, from when the load balancer/,
+        ),
+      ]);
+      // Received a deadline ago, the database silent: ended by what was left (the grace), before
+      // the store's own deadline from this replica's receipt would end it.
+      relay.block();
+      lines.length = 0;
+      const repeated = await within(
+        "the answer of a request received a deadline ago",
+        20_000,
+        create("repeated", startedAgo(deadlineMs)),
+      );
+      relay.unblock();
+      expect(repeated.status).toBe(503);
+      expect(unavailable()).toEqual([
+        expect.stringMatching(
+          /did not answer within the 1.5 s database deadline and 800 ms more, from when the load balancer received the request/,
+        ),
+      ]);
+      // Neither was made.
+      await until(
+        "a request to succeed after the heal",
+        async () => (await call("GET", "/edges/https")).status === 200,
+      );
+      const { rows } = await db.query<{ description: string }>(
+        "SELECT convert_from(description, 'UTF8') AS description FROM edges ORDER BY description",
+      );
+      expect(rows.map((r) => r.description)).toEqual(["now"]);
     },
     scaled(90_000),
   );

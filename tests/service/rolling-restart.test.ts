@@ -239,8 +239,10 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
     "repeats what cannot be done twice, on another replica, and nothing else",
     async () => {
       // Three replicas that fail on purpose: a request's first attempt (whichever replica gets it)
-      // fails as its X-Fault header says; each replica records the attempts it saw.
+      // fails as its X-Fault header says; each replica records the attempts it saw, and the
+      // X-Request-Start each carried.
       const attempts = new Map<string, string[]>();
+      const starts = new Map<string, Array<string | string[] | undefined>>();
       const fake = (name: string) =>
         http.createServer((req, res) => {
           req.resume();
@@ -249,6 +251,7 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
             const id = String(req.headers["x-case"]);
             const seen = [...(attempts.get(id) ?? []), name];
             attempts.set(id, seen);
+            starts.set(id, [...(starts.get(id) ?? []), req.headers["x-request-start"]]);
             const fault =
               seen.length === 1 || req.headers["x-fault"] === "always 503" ? req.headers["x-fault"] : "";
             const answer = (status: number) => {
@@ -296,13 +299,26 @@ describeWithHaproxy("behind HAProxy (deploy/haproxy.cfg, haproxy-tls.cfg), repli
       for (const [n, [method, key, fault]] of cases.entries()) {
         // A connection of its own: a failure is answered (502), not a keep-alive connection closed.
         const agent = new http.Agent({ keepAlive: false });
-        const headers: Record<string, string> = { "x-case": String(n), "x-fault": fault };
+        // A start the client claims: HAProxy replaces it with its own.
+        const headers: Record<string, string> = {
+          "x-case": String(n),
+          "x-fault": fault,
+          "x-request-start": "t=1",
+        };
         if (key) headers["idempotency-key"] = `case-${n}`;
+        const sentAt = Date.now();
         const status = await request(agent, base, method, "/anything", { body: {}, headers }).then(
           (res) => res.status,
           (e: Error) => e.message,
         );
         const seen = attempts.get(String(n)) ?? [];
+        // Every attempt carries the time HAProxy received the request, the same on each replica
+        // (a replica's deadline counts from it: service/http/request-start.ts).
+        const [start, ...others] = starts.get(String(n)) ?? [];
+        const at = typeof start === "string" ? /^t=(\d{13})$/.exec(start)?.[1] : undefined;
+        expect({ n, start, others: others.filter((o) => o !== start) }).toEqual({ n, start, others: [] });
+        expect(Number(at)).toBeGreaterThanOrEqual(sentAt - 10);
+        expect(Number(at)).toBeLessThanOrEqual(Date.now());
         outcomes.push({
           request: `${method}${key ? " with key" : ""}, first attempt ${fault}`,
           status,

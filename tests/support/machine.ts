@@ -21,3 +21,17 @@ export const TIME_SCALE = Math.max(
 export function scaled(ms: number): number {
   return Math.round(ms * TIME_SCALE);
 }
+
+/** `promise`'s outcome, or an error naming `what` when `boundMs` (scaled) passes first. */
+export function within<T>(what: string, boundMs: number, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`waited ${scaled(boundMs)} ms for ${what}`)),
+        scaled(boundMs),
+      );
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

@@ -1,7 +1,8 @@
 import type { MiddlewareHandler } from "hono";
 import { requiredScope, scopeCovers } from "../../../sdk/contract";
 import type { KeyRing } from "../../api-keys";
-import type { Env } from "../context";
+import type { EdgeContext, Env } from "../context";
+import { type Deadline, waitWithin } from "../../store/store";
 import { ApiError } from "../../errors";
 
 /**
@@ -11,13 +12,23 @@ import { ApiError } from "../../errors";
  * API's error shape. A request that matched no operation (a 404 or 405 to come) needs a valid key
  * of any scope.
  */
-export function bearerAuth(keys: KeyRing): MiddlewareHandler<Env> {
+export function bearerAuth(
+  keys: KeyRing,
+  /**
+   * The request's deadline (see ../request-start): a read of the keys, shared by the requests
+   * that wait, is waited for until then at most.
+   */
+  deadline: (c: EdgeContext) => Deadline | undefined,
+): MiddlewareHandler<Env> {
   return async (c, next) => {
     const token = bearerToken(c.req.header("authorization"));
     // Awaited only when the keys are being read again (at most every 500 ms): a GET answered from
     // the cache would otherwise pay a turn of the microtask queue for nothing.
     const checking = keys.check(token);
-    const check = checking instanceof Promise ? await checking : checking;
+    const check =
+      checking instanceof Promise
+        ? await waitWithin(checking, deadline(c), "the API keys, read again for the requests")
+        : checking;
     if (check === undefined) return next(); // no key was ever made: the service is open (loopback only)
     if (check.kind !== "valid") {
       throw new ApiError(
