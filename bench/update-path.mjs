@@ -30,10 +30,14 @@ const n = Number(opts.routes);
 const edges = runtime.providers.httpsEdge;
 const routes = runtime.providers.httpsEdgeRoute;
 const urn = (name) => `urn:pulumi:bench::update-path::pulumi-nodejs:dynamic/edge:HttpsEdgeRoute::${name}`;
-// A create carries the stack's anchor, made by the stack's StackAnchor resource (provider/identity);
-// builds from before create identities have none.
-const face = runtime.handlers?.stackAnchor
-  ? { __anchor: (await runtime.handlers.stackAnchor.create({})).outs.anchor }
+// A create carries the stack's anchor and the place it was recorded at, made by the stack's
+// StackAnchor resource (provider/identity; a create judges the anchor where it runs); builds from
+// before create identities have neither, builds from before the place have no place.
+const anchor = runtime.handlers?.stackAnchor
+  ? (await runtime.handlers.stackAnchor.create({})).outs
+  : undefined;
+const face = anchor
+  ? { __anchor: anchor.anchor, ...(anchor.place === undefined ? {} : { __anchorPlace: anchor.place }) }
   : {};
 
 const edgeIn = (await edges.check({}, { description: "bench", __urn: urn("web"), ...face })).inputs;
