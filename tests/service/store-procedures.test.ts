@@ -94,6 +94,12 @@ describe.each(STORE_PLACES)("%s", (kind, makePlace) => {
     expect(store.unavailableSeen?.()).toBe(0);
   });
 
+  test("requestDeadline: none from a store opened without a database deadline", () => {
+    // SQLite never has one (its file answers or fails); PostgreSQL's, given --database-deadline,
+    // is measured against a silent database in tests/service/pg-deadlines.test.ts.
+    expect(store.requestDeadline?.(performance.now())).toBeUndefined();
+  });
+
   test("probeWrite writes its row of the store's metadata", async () => {
     const before = Date.now();
     await store.probeWrite();
