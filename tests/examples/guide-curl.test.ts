@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EdgeClient } from "../../sdk/client";
 import { httpTransport } from "../../sdk/transport";
-import { CLI, type Cli, ensureBuilt, killClis, loggedLines, ROOT, startCli } from "../support/edge-service";
+import {
+  CLI,
+  type Cli,
+  ensureBuilt,
+  killClis,
+  loggedLines,
+  NO_DRAIN,
+  ROOT,
+  startCli,
+} from "../support/edge-service";
 
 let data: string;
 let server: Cli;
@@ -17,7 +26,7 @@ let server: Cli;
 beforeAll(async () => {
   ensureBuilt();
   data = mkdtempSync(join(tmpdir(), "edge-guide-curl-"));
-  server = await startCli(["--port", "0", "--data", data]);
+  server = await startCli(["--port", "0", ...NO_DRAIN, "--data", data]);
 });
 
 afterAll(async () => {
@@ -51,17 +60,16 @@ test("the guide's curl form of the out-of-band change runs as shown: the route c
   });
   const opsKey = key("ops-console");
 
-  const run = await new Promise<{ code: number; out: string }>((resolve) => {
+  const run = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
     execFile(
       "bash",
       ["-euo", "pipefail", "-c", curlBlock()],
       { env: { ...process.env, url: server.url, ops_key: opsKey, edge_id: edge.id, route_id: route.id } },
-      (error, stdout, stderr) =>
-        resolve({ code: error ? Number(error.code ?? 1) : 0, out: `${stdout}${stderr}` }),
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );
   });
-  expect(run).toMatchObject({ code: 0 });
-  expect(JSON.parse(run.out)).toMatchObject({ id: route.id, backend: { backend: { id: "bkd_hotfix" } } });
+  expect(run).toMatchObject({ code: 0, stderr: "" });
+  expect(JSON.parse(run.stdout)).toMatchObject({ id: route.id, backend: { backend: { id: "bkd_hotfix" } } });
   expect((await deployer.getRoute(edge.id, route.id)).backend?.backend.id).toBe("bkd_hotfix");
   expect(await loggedLines(server, `PATCH /edges/https/${edge.id}/routes/${route.id}`)).toEqual([
     expect.stringContaining("key=ops-console"),
