@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Stack } from "@pulumi/pulumi/automation";
 import type { StackReport } from "../../commands/drift/report";
-import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
+import { CLI, type Cli, ensureBuilt, killClis, NO_DRAIN, ROOT, startCli } from "../support/edge-service";
 import { programWorkspace, type Workspace } from "../support/workspace";
 
 const engine = require("../../scripts/engine.js") as typeof import("../../scripts/engine.js");
@@ -87,7 +87,7 @@ beforeAll(async () => {
   ensureBuilt();
   data = mkdtempSync(join(tmpdir(), "edge-fleet-drift-"));
   junitDir = mkdtempSync(join(tmpdir(), "edge-fleet-junit-"));
-  server = await startCli(["--port", "0", "--data", data], { EDGE_API_KEY: keys.admin });
+  server = await startCli(["--port", "0", ...NO_DRAIN, "--data", data], { EDGE_API_KEY: keys.admin });
   const key = (name: string, scope: string) =>
     execFileSync(process.execPath, [CLI, "keys", "create", name, "--scope", scope, "--data", data], {
       encoding: "utf8",

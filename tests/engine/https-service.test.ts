@@ -17,7 +17,7 @@ import type { ConfigValue, Stack } from "@pulumi/pulumi/automation";
 import { PEM_SETTINGS, SETTINGS } from "../../provider/config";
 import { EdgeClient } from "../../sdk/client";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
+import { type Cli, ensureBuilt, killClis, NO_DRAIN, ROOT, startCli } from "../support/edge-service";
 import { type Issued, makePki, type Pki } from "../support/pki";
 import type { Workspace } from "../support/workspace";
 import { specWorkspace } from "../packaged/support/plugin";
@@ -68,7 +68,7 @@ beforeAll(async () => {
   client = pki.issue("pulumi-ci", { client: true });
   data = mkdtempSync(join(tmpdir(), "edge-https-service-"));
   server = await startCli(
-    ["--port", "0", "--data", data, "--tls-cert", pki.server.cert, "--tls-key", pki.server.key],
+    ["--port", "0", ...NO_DRAIN, "--data", data, "--tls-cert", pki.server.cert, "--tls-key", pki.server.key],
     { EDGE_TLS_CLIENT_CA: pki.ca },
   );
   service = new EdgeClient(

@@ -24,7 +24,7 @@ import type { AuditEvent } from "../../sdk/contract";
 import { httpTransport } from "../../sdk/transport";
 import type { FleetReport, StackReport, Unmanaged } from "../../commands/drift/report";
 import { specWorkspace } from "../packaged/support/plugin";
-import { type Cli, CLI, ensureBuilt, killClis, ROOT, startCli } from "../support/edge-service";
+import { CLI, type Cli, ensureBuilt, killClis, NO_DRAIN, ROOT, startCli } from "../support/edge-service";
 import { freePort, sharedCluster } from "../support/postgres";
 import type { Workspace } from "../support/workspace";
 import { quiet, setSpec } from "./support/harness";
@@ -88,7 +88,7 @@ describe.each(STORES)("restored on $store ($face face)", ({ store, face }) => {
   const sqlite = store === "SQLite";
   const storeArgs = () => (sqlite ? ["--data", location] : ["--database", location]);
   const serve = async () => {
-    server = await startCli(["--port", port, ...storeArgs()], { EDGE_API_KEY: ADMIN });
+    server = await startCli(["--port", port, ...NO_DRAIN, ...storeArgs()], { EDGE_API_KEY: ADMIN });
   };
   const stop = async () => {
     server.child.kill("SIGTERM");

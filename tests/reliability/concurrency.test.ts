@@ -15,6 +15,7 @@ import {
   type Cli,
   ensureBuilt,
   killChildren,
+  NO_DRAIN,
   programStack,
   programWorkspace,
   setSpec,
@@ -33,7 +34,7 @@ const workspaces: Array<ReturnType<typeof programWorkspace>> = [];
 beforeAll(async () => {
   ensureBuilt();
   dataDir = makeTempDir("concurrency");
-  cli = await startCli(["--port", "0", "--data", dataDir, "--api-key", API_KEY]);
+  cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir, "--api-key", API_KEY]);
   client = new EdgeClient(httpTransport({ baseUrl: cli.url, apiKey: API_KEY, retries: 0 }));
 });
 

@@ -11,7 +11,7 @@ import type { Route, RouteModuleName } from "../../sdk/contract";
 import { httpTransport } from "../../sdk/transport";
 import { IDP_METADATA, makeTempDir, removeDir } from "../service/helpers";
 import { Tally } from "./fuzz";
-import { type Cli, ensureBuilt, killChildren, prng, startCli } from "./support";
+import { type Cli, ensureBuilt, killChildren, NO_DRAIN, prng, startCli } from "./support";
 
 const TAGGED: RouteModuleName[] = [
   "backend",
@@ -101,7 +101,7 @@ test("SIGKILL during a burst of writes, five times: nothing acknowledged is lost
   ensureBuilt();
   dataDir = makeTempDir("crash");
   const random = prng(7);
-  let cli: Cli = await startCli(["--port", "0", "--data", dataDir]);
+  let cli: Cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir]);
   let client = new EdgeClient(httpTransport({ baseUrl: cli.url, retries: 0, timeoutMs: 30_000 }));
   const edgeId = (await client.createHttpsEdge({ description: "crash" })).id;
 
@@ -188,7 +188,7 @@ test("SIGKILL during a burst of writes, five times: nothing acknowledged is lost
     tally.add("kills", `round ${round}: acknowledged writes before the kill`, acks);
 
     // Restart on the same data directory and compare with what was acknowledged.
-    cli = await startCli(["--port", "0", "--data", dataDir]);
+    cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir]);
     client = new EdgeClient(httpTransport({ baseUrl: cli.url, retries: 0, timeoutMs: 30_000 }));
     const stored = new Map<string, Route>();
     for await (const r of client.allRoutes(edgeId)) stored.set(r.match.slice(1), r);

@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type Cli, startCli } from "../support/edge-service";
+import { type Cli, NO_DRAIN, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import type { Workspace } from "../support/workspace";
 import { EdgeClient } from "../../sdk/client";
@@ -77,12 +77,13 @@ async function service(store: StoreKind) {
   const running = services[store];
   if (running) return running;
   ensureBuilt();
+  // Stopped in afterAll only, with every run over: no drain to wait out.
   const clis =
     store === "sqlite"
-      ? [await startCli(["--port", "0", "--data", dataDir(), "--api-key", KEY])]
+      ? [await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir(), "--api-key", KEY])]
       : await (async () => {
           const url = await (await sharedCluster()).createDatabase();
-          const replica = () => startCli(["--port", "0", "--database", url, "--api-key", KEY]);
+          const replica = () => startCli(["--port", "0", ...NO_DRAIN, "--database", url, "--api-key", KEY]);
           return [await replica(), await replica()];
         })();
   const urls = clis.map((c) => c.url);

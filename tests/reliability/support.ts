@@ -36,7 +36,7 @@ export async function waitFor(cond: () => boolean, what: string, timeoutMs = 60_
 
 // ---------------------------------------------------------------- dist and the standalone CLI
 
-export { type Cli, ensureBuilt, spawnCli, startCli } from "../support/edge-service";
+export { type Cli, ensureBuilt, NO_DRAIN, spawnCli, startCli } from "../support/edge-service";
 
 const children = new Set<ChildProcess>();
 

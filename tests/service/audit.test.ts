@@ -25,7 +25,7 @@ import { parseRetention } from "../../service/audit-retention";
 import { SecretsKey } from "../../service/secrets";
 import { type RunningServer, startServer } from "../../service/http/server";
 import { httpTransport, type Transport } from "../../sdk/transport";
-import { ensureBuilt, killClis, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, NO_DRAIN, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, moduleSample, raw, type RawResponse, removeDir } from "./helpers";
 
@@ -419,7 +419,7 @@ describe("retention (edge-service serve --audit-retention)", () => {
 
   test("events older than the retention are pruned in the background, and counted", async () => {
     const dir = makeTempDir("audit-retention");
-    const cli = await startCli(["--port", "0", "--data", dir, "--audit-retention", "2s"]);
+    const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dir, "--audit-retention", "2s"]);
     try {
       const t = httpTransport({ baseUrl: cli.url, retries: 0, timeoutMs: 60_000 });
       for (let i = 0; i < 3; i++) expect((await raw(t, "POST", "/edges/tls", { body: {} })).status).toBe(201);

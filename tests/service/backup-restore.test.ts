@@ -13,7 +13,15 @@ import { join } from "node:path";
 import { Client } from "pg";
 import { EdgeClient } from "../../sdk/client";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, loggedLines, ROOT, startCli } from "../support/edge-service";
+import {
+  type Cli,
+  ensureBuilt,
+  killClis,
+  loggedLines,
+  NO_DRAIN,
+  ROOT,
+  startCli,
+} from "../support/edge-service";
 import { freePort, sharedCluster } from "../support/postgres";
 
 const ADMIN = "admin-key-of-the-backup-restore-test-0123456789";
@@ -65,6 +73,7 @@ async function edge(url: string, description: string): Promise<string> {
   return made.id;
 }
 
+/** Stops a server started with NO_DRAIN: each is stopped between the test's own requests. */
 async function stop(server: Cli): Promise<void> {
   server.child.kill("SIGTERM");
   await server.exit;
@@ -83,7 +92,7 @@ afterAll(() => {
 test("SQLite: online backup while writing, stopped copy, a restore from each; never under a running service", async () => {
   const data = join(work, "data");
   const port = String(await freePort());
-  const serve = () => startCli(["--port", port, "--data", data], { EDGE_API_KEY: ADMIN });
+  const serve = () => startCli(["--port", port, ...NO_DRAIN, "--data", data], { EDGE_API_KEY: ADMIN });
   let server = await serve();
   await edge(server.url, "before the backup");
   const before = await snapshot(server.url);
@@ -160,7 +169,7 @@ test("SQLite: online backup while writing, stopped copy, a restore from each; ne
 test("PostgreSQL: a dump while serving, restored into an empty database beside the live one", async () => {
   const cluster = await sharedCluster();
   const url = await cluster.createDatabase();
-  const server = await startCli(["--port", "0", "--database", url], { EDGE_API_KEY: ADMIN });
+  const server = await startCli(["--port", "0", ...NO_DRAIN, "--database", url], { EDGE_API_KEY: ADMIN });
   await edge(server.url, "before the backup");
   const dump = join(work, "edge.dump");
   expect((await recipe("postgres.sh", ["backup", url, dump])).code).toBe(0);
@@ -175,7 +184,9 @@ test("PostgreSQL: a dump while serving, restored into an empty database beside t
   await admin.end();
   const restoredUrl = url.replace(/\/[^/]+$/, "/edge_restored");
   expect((await recipe("postgres.sh", ["restore-new", restoredUrl, dump])).code).toBe(0);
-  const restored = await startCli(["--port", "0", "--database", restoredUrl], { EDGE_API_KEY: ADMIN });
+  const restored = await startCli(["--port", "0", ...NO_DRAIN, "--database", restoredUrl], {
+    EDGE_API_KEY: ADMIN,
+  });
   expect(await snapshot(restored.url)).toEqual(atBackup);
   expect(await snapshot(server.url)).not.toEqual(atBackup); // the live one kept its later write
   await stop(restored);

@@ -9,7 +9,7 @@
 import * as net from "node:net";
 import { Client } from "pg";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, startCli } from "../support/edge-service";
+import { type Cli, ensureBuilt, killClis, NO_DRAIN, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { makeTempDir, raw, removeDir } from "./helpers";
 
@@ -31,6 +31,7 @@ async function serve(store: "sqlite" | "postgres"): Promise<Served> {
   const cli = await startCli([
     "--port",
     "0",
+    ...NO_DRAIN, // stopped with nothing in flight
     "--data",
     dataDir,
     ...(databaseUrl ? ["--database", databaseUrl] : []),

@@ -17,7 +17,7 @@ import * as path from "node:path";
 import { Client } from "pg";
 import { ERROR_CODES } from "../../sdk/contract";
 import { httpTransport } from "../../sdk/transport";
-import { ensureBuilt, killClis, loggedLines, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, loggedLines, NO_DRAIN, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 
 jest.setTimeout(300_000);
@@ -140,7 +140,7 @@ describeMounted("storage faults of the standalone service", () => {
 
   it("a full disk: 503 with Retry-After, one log line, not ready; free space and it recovers", async () => {
     const dir = mountTmpfs("full", 16);
-    const cli = await startCli(["--port", "0", "--data", path.join(dir, "data")]);
+    const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", path.join(dir, "data")]);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
 
     const filler = fill(dir);
@@ -165,7 +165,7 @@ describeMounted("storage faults of the standalone service", () => {
 
   it("a keyless create through the HTTP transport is retried past the full disk, once", async () => {
     const dir = mountTmpfs("retry", 16);
-    const cli = await startCli(["--port", "0", "--data", path.join(dir, "data")]);
+    const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", path.join(dir, "data")]);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
     const filler = fill(dir);
     expectRefused(await writeUntilRefused(cli.url));
@@ -206,7 +206,7 @@ describeMounted("storage faults of the standalone service", () => {
     mounts.push(dir);
     const device = path.basename(sh("findmnt", ["-n", "-o", "SOURCE", dir]).trim());
     const dataDir = path.join(dir, "data");
-    let cli = await startCli(["--port", "0", "--data", dataDir]);
+    let cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir]);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
     expect((await call(cli.url, "GET", "/readyz")).status).toBe(200);
 
@@ -233,7 +233,7 @@ describeMounted("storage faults of the standalone service", () => {
     }
     sh("mount", ["-o", "loop,errors=remount-ro", img, dir]);
     mounts.push(dir);
-    cli = await startCli(["--port", "0", "--data", dataDir]);
+    cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir]);
     expect(await readyz(cli.url, 200)).toBe(200);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
     cli.child.kill("SIGTERM");
@@ -243,7 +243,7 @@ describeMounted("storage faults of the standalone service", () => {
   it("a PostgreSQL database made read-only (25006): 503 and not ready; writable again, it recovers", async () => {
     const cluster = await sharedCluster();
     const url = await cluster.createDatabase();
-    const cli = await startCli(["--port", "0", "--database", url]);
+    const cli = await startCli(["--port", "0", ...NO_DRAIN, "--database", url]);
     expect((await call(cli.url, "POST", "/edges/tls", bigEdge())).status).toBe(201);
 
     const admin = new Client({ connectionString: cluster.url("postgres") });

@@ -14,7 +14,7 @@ import { createEdgeApp } from "../../service/http/app";
 import { type RunningServer, startServer } from "../../service/http/server";
 import { PG_SCHEMA_VERSION } from "../../service/store/store-postgres";
 import { SCHEMA_VERSION, SqliteStore } from "../../service/store/store-sqlite";
-import { type Cli, ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
+import { type Cli, ensureBuilt, killClis, NO_DRAIN, spawnCli, startCli } from "../support/edge-service";
 import { sharedCluster } from "../support/postgres";
 import { expectErrorBody, makeTempDir, raw, removeDir } from "./helpers";
 import { httpTransport, type Transport } from "../../sdk/transport";
@@ -471,7 +471,7 @@ describe("log formats of the CLI", () => {
   it("the default stays plain text: time, method, path, status, duration, request id", async () => {
     const dir = makeTempDir("operate-text");
     try {
-      const cli = await startCli(["--port", "0", "--data", dir]);
+      const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dir]);
       const res = await fetch(`${cli.url}/edges/https?limit=2`);
       const id = res.headers.get(OPERATION_ID_HEADER)!;
       const stderr = await stderrUntil(cli, (s) => s.includes(id));

@@ -11,9 +11,13 @@ import { ERROR_CODES } from "../../sdk/contract";
 import { startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
 import { closeEmbeddedStores, embeddedTransport } from "../../service/embedded";
-import { type Cli, ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
+import { type Cli, ensureBuilt, killClis, NO_DRAIN, spawnCli, startCli } from "../support/edge-service";
 import { COMPATIBLE_MODULES, makeTempDir, moduleSample, raw, removeDir } from "./helpers";
 
+/**
+ * SIGTERM, and the exit. Servers here start with NO_DRAIN (stopped between the test's own
+ * requests), but for the one that shows a stop with the default drain.
+ */
 async function stopCli(cli: Cli): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   cli.child.kill("SIGTERM");
   return cli.exit;
@@ -86,7 +90,7 @@ describe("standalone CLI server and in-process embedded transport on one data di
   let viaEmbedded: EdgeClient;
   beforeAll(async () => {
     dataDir = makeTempDir("shared");
-    cli = await startCli(["--port", "0", "--data", dataDir]);
+    cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir]);
     viaCli = new EdgeClient(httpTransport({ baseUrl: cli.url, retries: 0 }));
     viaEmbedded = new EdgeClient(embeddedTransport({ dataDir }));
   });
@@ -218,8 +222,20 @@ describe("edge-service CLI", () => {
       for (const mode of ["flag", "env"] as const) {
         const cli =
           mode === "flag"
-            ? await startCli(["--host", "0.0.0.0", "--port", "0", "--data", dataDir, "--api-key", key])
-            : await startCli(["--host", "0.0.0.0", "--port", "0", "--data", dataDir], { EDGE_API_KEY: key });
+            ? await startCli([
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "0",
+                ...NO_DRAIN,
+                "--data",
+                dataDir,
+                "--api-key",
+                key,
+              ])
+            : await startCli(["--host", "0.0.0.0", "--port", "0", ...NO_DRAIN, "--data", dataDir], {
+                EDGE_API_KEY: key,
+              });
         runs.push(cli);
         expect(cli.stdout().split("\n")[0]).toMatch(/auth: bootstrap key\)$/);
         const anon = httpTransport({ baseUrl: cli.url, retries: 0 });
@@ -288,7 +304,7 @@ describe("edge-service CLI", () => {
   it("--rate-limit N/min answers 429 with Retry-After", async () => {
     const dataDir = makeTempDir("ratelimit");
     try {
-      const cli = await startCli(["--port", "0", "--data", dataDir, "--rate-limit", "5/min"]);
+      const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir, "--rate-limit", "5/min"]);
       const t = httpTransport({ baseUrl: cli.url, retries: 0 });
       // 12 requests: even if a minute boundary falls among them, one window gets at least 6.
       const statuses: number[] = [];

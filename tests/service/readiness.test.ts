@@ -10,7 +10,7 @@ import { Client } from "pg";
 import { Readiness } from "../../service/http/readiness";
 import { PostgresStore } from "../../service/store/store-postgres";
 import { httpTransport } from "../../sdk/transport";
-import { ensureBuilt, killClis, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, NO_DRAIN, startCli } from "../support/edge-service";
 import { scaled } from "../support/machine";
 import { type PgCluster, startCluster } from "../support/postgres";
 import { raw } from "./helpers";
@@ -66,7 +66,7 @@ describe("readiness when PostgreSQL goes away under a ready server", () => {
   it("the compiled server: the first /readyz after PostgreSQL stopped says 503, and 200 once it is back", async () => {
     ensureBuilt();
     const { cluster: pg, url } = await cluster();
-    const cli = await startCli(["--port", "0", "--database", url, "--pool-size", "2"]);
+    const cli = await startCli(["--port", "0", ...NO_DRAIN, "--database", url, "--pool-size", "2"]);
     const t = httpTransport({ baseUrl: cli.url, retries: 0 });
     // Ready, the answer fresh: without the store's sign it would be reused for a second.
     expect((await raw(t, "GET", "/readyz")).status).toBe(200);

@@ -10,7 +10,15 @@
 import { hostname } from "node:os";
 import { startServer } from "../../service/http/server";
 import { httpTransport } from "../../sdk/transport";
-import { type Cli, ensureBuilt, killClis, linesWith, loggedLines, startCli } from "../support/edge-service";
+import {
+  type Cli,
+  ensureBuilt,
+  killClis,
+  linesWith,
+  loggedLines,
+  NO_DRAIN,
+  startCli,
+} from "../support/edge-service";
 import { raw } from "./helpers";
 import {
   type Key,
@@ -38,8 +46,15 @@ const PLACES: Array<[string, () => Promise<Place>]> = [
   ["PostgreSQL", postgresPlace],
 ];
 
+/** A server a test stops only between its own requests (no drain to wait out). */
 const serve = (place: Place, keys: Key[]): Promise<Cli> =>
-  startCli(["--port", "0", ...place.flags, ...keys.flatMap((k) => ["--secrets-key-file", k.file])]);
+  startCli([
+    "--port",
+    "0",
+    ...NO_DRAIN,
+    ...place.flags,
+    ...keys.flatMap((k) => ["--secrets-key-file", k.file]),
+  ]);
 
 async function stop(cli: Cli): Promise<void> {
   cli.child.kill("SIGTERM");

@@ -15,7 +15,7 @@ import { Secrets, SecretsKey, UNSEALED_WARNING } from "../../service/secrets";
 import { startServer } from "../../service/http/server";
 import { SqliteStore } from "../../service/store/store-sqlite";
 import { httpTransport } from "../../sdk/transport";
-import { ensureBuilt, killClis, spawnCli, startCli } from "../support/edge-service";
+import { ensureBuilt, killClis, NO_DRAIN, spawnCli, startCli } from "../support/edge-service";
 import { storeFingerprint } from "../support/fingerprint";
 import { IDP_METADATA } from "./helpers";
 import { type Key, newKey as newKeyIn, type Place, placesOf, runCli, tempDirs } from "./sealed-store";
@@ -441,7 +441,7 @@ describe("edge-service serve and its secrets key", () => {
 
   it("says at start, in one line on stderr, that secrets are stored unsealed without a key", async () => {
     const dataDir = tempDir("warn");
-    const p = await startCli(["--port", "0", "--data", dataDir], { EDGE_SECRETS_KEY: "" });
+    const p = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir], { EDGE_SECRETS_KEY: "" });
     try {
       await waitFor(() => p.stderr().includes("stored unsealed"));
       const lines = p
@@ -463,7 +463,7 @@ describe("edge-service serve and its secrets key", () => {
       [["--secrets-key-file", file], { EDGE_SECRETS_KEY: "" }],
     ] as Array<[string[], Record<string, string>]>) {
       const place: Place = { kind: "sqlite", dataDir: tempDir("keyed"), flags: [] };
-      const p = await startCli(["--port", "0", "--data", place.dataDir, ...args], env);
+      const p = await startCli(["--port", "0", ...NO_DRAIN, "--data", place.dataDir, ...args], env);
       try {
         const client = new EdgeClient(httpTransport({ baseUrl: p.url, retries: 0 }));
         await seed(client);
@@ -479,7 +479,9 @@ describe("edge-service serve and its secrets key", () => {
   it("refuses to start with a key that is not the data's, or a malformed one, saying what to do", async () => {
     const dataDir = tempDir("wrongkey");
     const { base64 } = newKey();
-    const first = await startCli(["--port", "0", "--data", dataDir], { EDGE_SECRETS_KEY: base64 });
+    const first = await startCli(["--port", "0", ...NO_DRAIN, "--data", dataDir], {
+      EDGE_SECRETS_KEY: base64,
+    });
     first.child.kill("SIGTERM");
     await first.exit;
 

@@ -18,7 +18,7 @@ import { EdgeApiError, EdgeClient } from "../../sdk/client";
 import type { Route } from "../../sdk/contract";
 import { Secrets, SecretsKey } from "../../service/secrets";
 import { httpTransport } from "../../sdk/transport";
-import { ensureBuilt, killClis, spawnCli, startCli, type Cli } from "../support/edge-service";
+import { ensureBuilt, killClis, NO_DRAIN, spawnCli, startCli, type Cli } from "../support/edge-service";
 import { IDP_METADATA } from "./helpers";
 import {
   type Key,
@@ -73,9 +73,9 @@ const cli = (args: string[]) => runCli(args);
 
 const keyFlags = (keys: Key[]) => keys.flatMap((k) => ["--secrets-key-file", k.file]);
 
-/** `edge-service serve` on `place` with the key ring `keys`. */
+/** `edge-service serve` on `place` with the key ring `keys` (stopped with nothing in flight: no drain). */
 function serve(place: Place, keys: Key[]): Promise<Cli> {
-  return startCli(["--port", "0", ...place.flags, ...keyFlags(keys)], { EDGE_SECRETS_KEY: "" });
+  return startCli(["--port", "0", ...NO_DRAIN, ...place.flags, ...keyFlags(keys)], { EDGE_SECRETS_KEY: "" });
 }
 /**
  * `serve` that is expected to refuse to start: its exit code and stderr. One that starts after

@@ -27,7 +27,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as tls from "node:tls";
 import { type RunningServer, startServer } from "../../service/http/server";
-import { CLI, ensureBuilt, killClis, loggedLines, spawnCli, startCli } from "../support/edge-service";
+import {
+  CLI,
+  ensureBuilt,
+  killClis,
+  loggedLines,
+  NO_DRAIN,
+  spawnCli,
+  startCli,
+} from "../support/edge-service";
 import { scaled } from "../support/machine";
 import { type Issued, makePki, type Pki } from "../support/pki";
 
@@ -380,7 +388,7 @@ describe("a server with TLS", () => {
 
 test("edge-service serve reloads on SIGHUP, and says so", async () => {
   const files = servedFiles();
-  const cli = await startCli(["--port", "0", "--data", tempDir()], {
+  const cli = await startCli(["--port", "0", ...NO_DRAIN, "--data", tempDir()], {
     EDGE_TLS_CERT: files.cert,
     EDGE_TLS_KEY: files.key,
   });

@@ -140,6 +140,14 @@ export function killClis(): void {
   clis.clear();
 }
 
+/**
+ * `serve`'s flags for no drain, for a server a test stops only when nothing is in flight to it and
+ * nothing more will be sent (its writers stopped, or kept off it). The default drain keeps a
+ * client's idle keep-alive sockets open, and fetch keeps them for the server's whole 5 s drain: a
+ * stop that waits for them costs that much for nothing. Tests of the drain keep the default.
+ */
+export const NO_DRAIN: readonly string[] = ["--drain", "0"];
+
 /** Spawns `edge-service serve ARGS` (EDGE_API_KEY cleared unless `env` sets it). */
 export function spawnCli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [CLI, "serve", ...args], {
