@@ -531,10 +531,7 @@ async function main(argv: string[]): Promise<number> {
 function serverOptions(
   values: Values,
 ): Omit<ServerOptions, "log"> & { drainMs: number; shutdownGraceMs: number; logFormat: LogFormat } {
-  const port = Number(values.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) {
-    throw new Error(`--port must be 0..65535, got ${values.port}`);
-  }
+  const port = integerFlag("port", values.port, 0, 65535);
   let rateLimitPerMinute: number | undefined;
   if (values["rate-limit"] !== undefined) {
     const m = /^(\d+)(?:\/min)?$/.exec(values["rate-limit"]);
@@ -545,9 +542,7 @@ function serverOptions(
   const databaseUrl = databaseUrlOf(values);
   let poolSize: number | undefined;
   if (values["pool-size"] !== undefined) {
-    poolSize = Number(values["pool-size"]);
-    if (!Number.isInteger(poolSize) || poolSize < 1 || poolSize > 1000)
-      throw new Error(`--pool-size must be an integer from 1 to 1000, got ${values["pool-size"]}`);
+    poolSize = integerFlag("pool-size", values["pool-size"], 1, 1000);
     if (databaseUrl === undefined) throw new Error("--pool-size applies to --database (PostgreSQL) only");
   }
   let databaseDeadlineMs: number | undefined;
@@ -618,13 +613,17 @@ function connectionLimitsOf(values: Values): Partial<ConnectionLimits> {
   ] as const;
   for (const [flag, key] of counts) {
     const text = values[flag];
-    if (text === undefined) continue;
-    const n = Number(text);
-    if (!/^\d+$/.test(text) || n < 1 || n > 1_000_000)
-      throw new Error(`--${flag} must be an integer from 1 to 1000000, got ${text}`);
-    limits[key] = n;
+    if (text !== undefined) limits[key] = integerFlag(flag, text, 1, 1_000_000);
   }
   return limits;
+}
+
+/** A flag's whole number from `min` to `max`, in digits only (`1e1`, `4.0`, ` 4` are refused). */
+function integerFlag(flag: string, text: string, min: number, max: number): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n < min || n > max)
+    throw new Error(`--${flag} must be an integer from ${min} to ${max}, got ${text}`);
+  return n;
 }
 
 /** `serve`: the server until a signal stops it, then what the stop did. */

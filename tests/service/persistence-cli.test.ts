@@ -328,8 +328,15 @@ describe("edge-service CLI", () => {
   it("bad arguments exit non-zero with a message", async () => {
     // A bad value is an error (1); a command line the parser cannot read is a usage error (2).
     for (const [args, message, code] of [
-      [["--port", "70000"], "--port must be 0..65535", 1],
+      [["--port", "70000"], "--port must be an integer from 0 to 65535, got 70000", 1],
+      [["--port", "80.5"], "--port must be an integer from 0 to 65535, got 80.5", 1],
       [["--rate-limit", "fast"], "--rate-limit must look like 600/min", 1],
+      // Every count is digits only, in one rule: no exponent, fraction or space slips through.
+      [["--pool-size", "1e1"], "--pool-size must be an integer from 1 to 1000, got 1e1", 1],
+      [["--max-connections", "0"], "--max-connections must be an integer from 1 to 1000000, got 0", 1],
+      [["--max-handshakes", " 4"], "--max-handshakes must be an integer from 1 to 1000000, got  4", 1],
+      [["--handshake-timeout", "10ms"], "--handshake-timeout must be 100ms or more, got 10ms", 1],
+      [["--database-deadline", "100ms"], "--database-deadline must be from 1s to 600s, got 100ms", 1],
       [["--bogus"], "Unknown option", 2],
     ] as const) {
       const p = spawnCli([...args, "--data", ":memory:"]);
