@@ -34,7 +34,7 @@ export default function globalSetup(): void {
   fs.writeFileSync(path.join(marks.tmp, RUN_MARKER_FILE), marks.marker);
   process.env[MARKER_VARIABLE] = marks.marker;
   // The programs the engine runs here are transpiled, not type-checked again by ts-node in each
-  // fresh workspace (about 4 s of CPU a first operation): `tsc -p tsconfig.json --noEmit`
+  // fresh workspace (about 4 s of CPU a first operation): `npm run typecheck`
   // (pretest, lint) type-checks every one of them, fixtures and examples included. The newcomer's
   // test (first-stack) runs as a user does and drops every PULUMI_ variable, so it type-checks.
   process.env.PULUMI_NODEJS_TRANSPILE_ONLY ??= "true";
